@@ -1,0 +1,23 @@
+// Each subcommand registers its options on the app and returns the code to exit with.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace loaderlens::cli {
+
+// Documented exit codes (README "Exit codes").
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_internal = 1;
+inline constexpr int exit_bad_input = 2;
+
+using Runner = std::function<int()>;
+
+Runner add_record(CLI::App& app);
+Runner add_report(CLI::App& app);
+Runner add_export(CLI::App& app);
+
+// Prints "loaderlens: <message>" on stderr (one line).
+void print_error(const std::string& message);
+
+} // namespace loaderlens::cli

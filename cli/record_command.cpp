@@ -1,0 +1,288 @@
+// `loaderlens record`: runs a command (or attaches to a PID) and records its process tree.
+#include "commands.hpp"
+#include "output_name.hpp"
+#include "status_line.hpp"
+
+#include "loaderlens/launcher.hpp"
+#include "loaderlens/session.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace loaderlens::cli {
+
+namespace {
+
+struct RecordOptions {
+    std::string output = "loaderlens-%N-%p.db";
+    bool force = false;
+    pid_t pid = 0;
+    std::vector<std::string> command;
+    std::vector<std::string> intervals;
+    std::string cpu_budget = "5%";
+    std::optional<std::string> worker_match;
+    std::int64_t maps_min_kb = 1024;
+    bool quiet = false;
+};
+
+// "250ms", "2s", "0.5s" or a bare number of milliseconds.
+std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
+    try {
+        std::size_t used = 0;
+        double value = std::stod(text, &used);
+        std::string unit = text.substr(used);
+        if (unit == "s") value *= 1000;
+        else if (!unit.empty() && unit != "ms") return std::nullopt;
+        if (value < 1) return std::nullopt;
+        return static_cast<std::int64_t>(value);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& options) {
+    for (const std::string& spec : specs) {
+        std::size_t eq = spec.find('=');
+        auto ms = eq == std::string::npos ? std::nullopt : parse_duration_ms(spec.substr(eq + 1));
+        std::string tier = spec.substr(0, eq);
+        std::int64_t* target = tier == "fast" ? &options.fast_ms
+                               : tier == "rollup" ? &options.rollup_ms
+                               : tier == "maps" ? &options.maps_ms
+                               : tier == "cgroup" ? &options.cgroup_ms : nullptr;
+        if (!target || !ms) {
+            print_error("--interval " + spec + ": expected TIER=DURATION with TIER one of fast, "
+                        "rollup, maps, cgroup and DURATION like 100ms or 2s");
+            return false;
+        }
+        *target = *ms;
+    }
+    return true;
+}
+
+std::optional<double> parse_budget(const std::string& text) {
+    try {
+        std::size_t used = 0;
+        double value = std::stod(text, &used);
+        if (text.substr(used) == "%") value /= 100;
+        else if (used != text.size()) return std::nullopt;
+        if (value <= 0 || value > 1) return std::nullopt;
+        return value;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+std::string join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+}
+
+// Signals the recorder handles through a signalfd instead of dying from them.
+sigset_t handled_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&set, sig);
+    return set;
+}
+
+void write_host_meta(Recorder& recorder, const RecordingClock& clock) {
+    utsname uts{};
+    uname(&uts);
+    recorder.set_meta("tool_version", LOADERLENS_VERSION);
+    recorder.set_meta("host", node_name());
+    recorder.set_meta("kernel", uts.release);
+    recorder.set_meta("page_size", std::to_string(sysconf(_SC_PAGESIZE)));
+    recorder.set_meta("start_unix_ns", std::to_string(clock.start_unix_ns()));
+    recorder.set_meta("writer_pid", std::to_string(getpid()));
+    if (const char* job = std::getenv("SLURM_JOB_ID")) recorder.set_meta("slurm_job_id", job);
+}
+
+int run_record(RecordOptions& o) {
+    const bool attach = o.pid != 0;
+    if (attach == !o.command.empty()) {
+        print_error(attach ? "record: give either --pid or a command after --, not both"
+                           : "record: nothing to record: give --pid PID or -- COMMAND [ARGS...]");
+        return exit_bad_input;
+    }
+    SessionOptions session_options;
+    if (!apply_intervals(o.intervals, session_options)) return exit_bad_input;
+    auto budget = parse_budget(o.cpu_budget);
+    if (!budget) {
+        print_error("--cpu-budget " + o.cpu_budget + ": expected a share of one core like 5% or 0.05");
+        return exit_bad_input;
+    }
+    session_options.cpu_budget = *budget;
+    session_options.maps_min_file_kb = o.maps_min_kb;
+    if (o.worker_match) {
+        try {
+            std::regex check(*o.worker_match);
+        } catch (const std::regex_error& e) {
+            print_error("--worker-match " + *o.worker_match + ": not a valid regular expression");
+            return exit_bad_input;
+        }
+    }
+    if (attach && kill(o.pid, 0) != 0 && errno == ESRCH) {
+        print_error("--pid " + std::to_string(o.pid) + ": no such process");
+        return exit_bad_input;
+    }
+
+    const std::string output = expand_output_name(o.output);
+    std::unique_ptr<Recorder> recorder;
+    try {
+        recorder = std::make_unique<Recorder>(output, o.force);
+    } catch (const RecorderError& e) {
+        print_error(e.what());
+        return exit_bad_input;
+    }
+
+    sigset_t signals = handled_signals();
+    sigprocmask(SIG_BLOCK, &signals, nullptr);
+    int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+    raise_open_file_limit();
+
+    RecordingClock clock;
+    write_host_meta(*recorder, clock);
+    recorder->set_meta("cpu_budget", std::to_string(*budget));
+    recorder->set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
+    recorder->set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
+    recorder->set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));
+    recorder->set_meta("interval_cgroup_ms", std::to_string(session_options.cgroup_ms));
+    if (o.worker_match) recorder->set_meta("worker_match", *o.worker_match);
+
+    TrackerOptions tracker{.worker_match = o.worker_match};
+    pid_t child = 0;
+    std::string markers_path;
+    if (attach) {
+        tracker.scan_root = tracker.main_pid = o.pid;
+        recorder->set_meta("mode", "attach");
+        recorder->set_meta("command", read_cmdline(o.pid));
+    } else {
+        // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        const char* user_markers = std::getenv("LOADERLENS_MARKERS");
+        markers_path = user_markers && *user_markers
+                           ? user_markers
+                           : output + ".markers";
+        if (!user_markers || !*user_markers) {
+            int fd = ::open(markers_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) ::close(fd);
+        }
+        session_options.markers_path = markers_path;
+        recorder->set_meta("markers_file", markers_path);
+        Launched launched = launch(o.command, {{"LOADERLENS_MARKERS", markers_path}});
+        if (launched.exec_errno != 0) {
+            recorder.reset();
+            for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((output + suffix).c_str());
+            if (!user_markers || !*user_markers) ::unlink(markers_path.c_str());
+            print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
+            return exit_code_for_exec_errno(launched.exec_errno);
+        }
+        child = launched.pid;
+        tracker.scan_root = getpid();
+        tracker.track_scan_root = false;
+        tracker.main_pid = child;
+        recorder->set_meta("mode", "launch");
+        recorder->set_meta("command", join(o.command));
+    }
+    recorder->set_meta("root_pid", std::to_string(tracker.main_pid));
+    recorder->commit();
+
+    Session session(session_options, tracker, *recorder, clock);
+    session.start();
+    StatusLine status(!o.quiet && isatty(STDERR_FILENO), output);
+
+    std::optional<int> child_status;
+    std::string stop_reason;
+    bool stop = false;
+    while (!stop) {
+        pollfd pfd{signal_fd, POLLIN, 0};
+        poll(&pfd, 1, 200);
+        signalfd_siginfo info{};
+        while (read(signal_fd, &info, sizeof info) == sizeof info) {
+            const int sig = static_cast<int>(info.ssi_signo);
+            if (sig == SIGCHLD) continue; // reaped below
+            if (attach) {
+                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+                    stop = true;
+                    stop_reason = strsignal(sig);
+                }
+                continue;
+            }
+            // A signal from the terminal (SI_KERNEL) already reached the whole foreground group,
+            // the command included; one sent with kill() (scancel, timeout) reached only us.
+            if (info.ssi_code != SI_KERNEL) kill(child, sig);
+            if (sig != SIGUSR1 && sig != SIGUSR2) {
+                recorder->set_meta("signal_received", strsignal(sig));
+                stop_reason = strsignal(sig);
+            }
+        }
+        if (!attach) {
+            int wait_status = 0;
+            pid_t reaped;
+            while ((reaped = waitpid(-1, &wait_status, WNOHANG)) > 0) {
+                if (reaped == child) child_status = wait_status;
+                session.note_exit_status(reaped, wait_status);
+            }
+            if (child_status) stop = true;
+        } else if (session.tree_gone()) {
+            stop = true;
+        }
+        session.pump();
+        status.update(session.status());
+    }
+    session.stop();
+    status.clear();
+
+    const bool interrupted = attach ? !stop_reason.empty() : !stop_reason.empty() && child_status &&
+                                                                 WIFSIGNALED(*child_status);
+    if (child_status) {
+        recorder->set_meta("exit_status", std::to_string(exit_code_for_wait_status(*child_status)));
+        if (WIFSIGNALED(*child_status)) recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
+    }
+    if (!stop_reason.empty()) recorder->set_meta("stop_reason", stop_reason);
+    recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
+    recorder.reset();
+    if (!attach && markers_path == output + ".markers") ::unlink(markers_path.c_str());
+    if (!o.quiet)
+        std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
+                     output.c_str(), output.c_str());
+    return child_status ? exit_code_for_wait_status(*child_status) : exit_ok;
+}
+
+} // namespace
+
+Runner add_record(CLI::App& app) {
+    auto options = std::make_shared<RecordOptions>();
+    CLI::App* sub = app.add_subcommand("record", "Record the memory of a command's process tree (or of a running PID)");
+    sub->add_option("-o,--output", options->output,
+                    "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
+        ->capture_default_str();
+    sub->add_flag("-f,--force", options->force, "Overwrite an existing recording");
+    sub->add_option("--pid", options->pid, "Attach to a running process and record its tree until it exits or SIGINT");
+    sub->add_option("--interval", options->intervals,
+                    "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s (the defaults)");
+    sub->add_option("--cpu-budget", options->cpu_budget, "Recorder CPU budget, share of one core")
+        ->capture_default_str();
+    sub->add_option("--worker-match", options->worker_match,
+                    "Regex on comm or cmdline that marks workers (default: children of main, "
+                    "or comm pt_data_worker)");
+    sub->add_option("--maps-min-size", options->maps_min_kb,
+                    "Files with less resident (KiB) are summed into one 'other' row per process")
+        ->capture_default_str();
+    sub->add_flag("-q,--quiet", options->quiet, "No status line and no closing message");
+    sub->add_option("command", options->command, "The command to run (after --)");
+    sub->footer("Exit status: the command's (128+N if killed by signal N; 127 not found; 126 not "
+                "executable); 2 for bad input.");
+    return [options] { return run_record(*options); };
+}
+
+} // namespace loaderlens::cli

@@ -1,0 +1,28 @@
+// The memory cgroup a process is charged to (v2 or v1) and the system-wide figures.
+#pragma once
+
+#include "loaderlens/types.hpp"
+
+#include <optional>
+#include <string>
+
+namespace loaderlens {
+
+struct CgroupLocation {
+    std::string version; // "v2" or "v1"
+    std::string cgroup_path; // as in /proc/PID/cgroup
+    std::string directory;   // where its files are, e.g. /sys/fs/cgroup/memory/<path>
+};
+
+// Finds the memory cgroup of `pid` from /proc/PID/cgroup and /proc/self/mountinfo. Prefers v2 when
+// its directory has memory.current (a memory controller); otherwise the v1 memory hierarchy.
+// Returns nullopt with `why` set when neither can be read.
+std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why = nullptr);
+
+// Reads the cgroup files into a sample; missing files leave their figures unavailable.
+CgroupSample read_cgroup(const CgroupLocation& location);
+
+// /proc/meminfo and statvfs("/dev/shm").
+SystemSample read_system();
+
+} // namespace loaderlens

@@ -1,0 +1,31 @@
+// Starts the command to record, the way /usr/bin/time does, and tells exec failures apart.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+namespace loaderlens {
+
+struct Launched {
+    pid_t pid = -1;
+    int exec_errno = 0; // non-zero when the command could not be started (ENOENT, EACCES...)
+};
+
+// Forks and execs argv[0] (searched in PATH) with `extra_env` added. The child gets default
+// signal dispositions and an empty signal mask whatever the caller blocked, and the caller's
+// soft RLIMIT_NOFILE as it was before the recorder raised it.
+Launched launch(const std::vector<std::string>& argv,
+                const std::vector<std::pair<std::string, std::string>>& extra_env);
+
+// Shell conventions: 127 command not found, 126 found but not executable.
+int exit_code_for_exec_errno(int error);
+// 128 + signal for a killed process, else its exit status.
+int exit_code_for_wait_status(int status);
+
+// Raises the soft open-file limit to the hard one (the fast and rollup tiers keep up to three
+// /proc files open per process); remembers the old value for launch().
+void raise_open_file_limit();
+
+} // namespace loaderlens

@@ -1,0 +1,55 @@
+// Writes a recording: one SQLite file in WAL mode (schema: docs/recording.md). The session calls
+// commit() at least once a second, so a recorder killed with SIGKILL loses at most that second;
+// finish() checkpoints the WAL into the main file and leaves a single self-contained file.
+#pragma once
+
+#include "loaderlens/sample_batch.hpp"
+#include "loaderlens/sqlite.hpp"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace loaderlens {
+
+inline constexpr int recording_schema_version = 1;
+inline constexpr const char* recording_format = "loaderlens-recording";
+
+struct RecorderError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class Recorder {
+public:
+    // Creates `path`. Refuses an existing file unless `overwrite`. Throws RecorderError with a
+    // one-line reason (exists, directory missing, permission denied...).
+    Recorder(const std::string& path, bool overwrite);
+    ~Recorder();
+
+    void set_meta(const std::string& key, const std::string& value);
+    void write(const SampleBatch& batch);
+    void commit();
+    // state: "finished" (the command ended) or "interrupted" (stopped by a signal).
+    void finish(const std::string& state, std::int64_t end_ms);
+    const std::string& path() const { return path_; }
+
+private:
+    struct Statements;
+    std::int64_t object_id(const MappedObject& object);
+    void note_unavailable(std::int64_t t_ms, const Unavailability& problem);
+    void write_process(const ProcessInfo& info, bool insert);
+
+    std::string path_;
+    std::unique_ptr<sql::Database> db_;
+    std::unique_ptr<Statements> statements_;
+    std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;
+    std::set<std::tuple<std::int64_t, std::string, std::string>> noted_;
+    bool in_transaction_ = false;
+};
+
+// The schema, shared with tests that build fixtures.
+const char* recording_schema_sql();
+
+} // namespace loaderlens

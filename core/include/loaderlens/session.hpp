@@ -1,0 +1,99 @@
+// A recording session: the sampling threads and the hand-over of their batches to the recorder.
+//
+// Two sampling threads, so that a slow smaps walk of a large worker never delays the 10 Hz RSS:
+//  - "fast": tree scan, statm/status, markers, cgroup and system figures;
+//  - "deep": smaps_rollup and smaps, which cost ~15 µs per resident MiB.
+// Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval). Batches go
+// through a queue to the thread that owns the Recorder (SQLite connections are not shared).
+#pragma once
+
+#include "loaderlens/adaptive_interval.hpp"
+#include "loaderlens/cgroup_sampler.hpp"
+#include "loaderlens/clock.hpp"
+#include "loaderlens/marker_tail.hpp"
+#include "loaderlens/recorder.hpp"
+#include "loaderlens/samplers.hpp"
+#include "loaderlens/tree_tracker.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace loaderlens {
+
+struct SessionOptions {
+    std::int64_t fast_ms = 100, rollup_ms = 500, maps_ms = 1000, cgroup_ms = 1000;
+    double cpu_budget = 0.05; // of one core, for all tiers together
+    std::int64_t maps_min_file_kb = 1024;
+    std::optional<std::string> markers_path;
+};
+
+struct LiveStatus {
+    std::int64_t elapsed_ms = 0;
+    int processes = 0;
+    Kib total_rss, total_pss;
+};
+
+class Session {
+public:
+    Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
+            const RecordingClock& clock);
+    ~Session();
+
+    void start();
+    // Writes what the sampling threads produced; call from the recorder's thread, at least once
+    // a second (commits each call).
+    void pump();
+    // Takes a last sample of everything, stops the threads, writes and commits.
+    void stop();
+
+    void note_exit_status(pid_t pid, int wait_status);
+    LiveStatus status() const;
+    // True once the tracker has seen processes and none is left.
+    bool tree_gone() const { return tree_gone_.load(); }
+
+private:
+    void fast_loop();
+    void deep_loop();
+    void fast_run(SampleBatch& batch);
+    void deep_run(SampleBatch& batch, bool rollup, bool maps);
+    void push(SampleBatch&& batch);
+    bool sleep_until(std::int64_t due_ms);
+
+    SessionOptions options_;
+    Recorder& recorder_;
+    const RecordingClock& clock_;
+
+    std::mutex tracker_mutex_;
+    TreeTracker tracker_;
+    FastSampler fast_;
+    RollupSampler rollup_;
+    MapsSampler maps_;
+    std::optional<MarkerTail> markers_;
+    std::optional<CgroupLocation> cgroup_;
+    std::string cgroup_problem_;
+    AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_;
+    std::int64_t next_cgroup_ms_ = 0;
+
+    mutable std::mutex snapshot_mutex_;
+    std::shared_ptr<const std::vector<ProcessInfo>> snapshot_;
+
+    std::mutex queue_mutex_;
+    std::deque<SampleBatch> queue_;
+
+    std::mutex wake_mutex_;
+    std::condition_variable wake_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> tree_gone_{false};
+    std::atomic<std::int64_t> total_rss_{-1}, total_pss_{-1};
+    std::atomic<int> processes_{0};
+    std::thread fast_thread_, deep_thread_;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> tier_logged_; // interval, t
+};
+
+} // namespace loaderlens

@@ -1,0 +1,72 @@
+// Finds the tracked process tree every tick: the root and all its descendants (grandchildren too),
+// with births, exits, roles and worker slots. Identity is (pid, start time): a reused PID is a new
+// process.
+//
+// This kernel family may lack /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN), so the tracker
+// lists /proc and keeps the parent of every PID it has seen: only PIDs that are new since the last
+// tick, and members of the tree, have their /proc/PID/stat read again. A tick therefore costs one
+// directory listing plus one small read per tree member, not one read per process on the machine.
+#pragma once
+
+#include "loaderlens/clock.hpp"
+#include "loaderlens/types.hpp"
+#include "loaderlens/worker_slots.hpp"
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace loaderlens {
+
+struct TrackerOptions {
+    pid_t scan_root = 0;           // descendants of this PID are tracked
+    bool track_scan_root = true;   // false when the scan root is the recorder itself
+    pid_t main_pid = 0;            // the process given the role `main`
+    std::optional<std::string> worker_match; // ECMAScript regex on comm or cmdline
+};
+
+struct TreeChanges {
+    std::vector<ProcessInfo> born;
+    std::vector<ProcessInfo> exited;  // with exit_ms (and exit_status when known)
+    std::vector<ProcessInfo> renamed; // comm/cmdline/role changed (exec, prctl)
+    bool empty() const { return born.empty() && exited.empty() && renamed.empty(); }
+};
+
+class TreeTracker {
+public:
+    TreeTracker(TrackerOptions options, const RecordingClock& clock);
+
+    TreeChanges scan();
+    // Live processes in birth order.
+    std::vector<ProcessInfo> live() const;
+    bool is_alive(pid_t pid) const;
+    // The launcher reaped a child (or an orphan reparented to it): keep its status for the exit.
+    void note_exit_status(pid_t pid, int wait_status);
+    std::size_t processes_on_machine() const { return known_.size(); }
+
+private:
+    struct Known {
+        std::uint64_t start_ticks = 0;
+        pid_t ppid = 0;
+    };
+    bool is_worker(const ProcessInfo& info) const;
+    void assign_role(ProcessInfo& info);
+    std::vector<pid_t> list_proc() const;
+
+    TrackerOptions options_;
+    const RecordingClock& clock_;
+    std::optional<std::regex> worker_regex_;
+    std::unordered_map<pid_t, Known> known_;
+    std::map<ProcessKey, ProcessInfo> live_;
+    std::unordered_map<pid_t, int> reaped_status_;
+    WorkerSlots slots_;
+    std::int64_t next_id_ = 1;
+};
+
+// The command line of a process with NULs turned into spaces (empty for kernel threads or errors).
+std::string read_cmdline(pid_t pid);
+
+} // namespace loaderlens

@@ -1,0 +1,186 @@
+#include "loaderlens/cgroup_sampler.hpp"
+
+#include "loaderlens/proc_text.hpp"
+
+#include <array>
+#include <charconv>
+#include <sstream>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <vector>
+
+namespace loaderlens {
+
+namespace {
+
+struct Mount {
+    std::string root, point, fstype, super_options;
+};
+
+std::vector<Mount> cgroup_mounts() {
+    std::vector<Mount> mounts;
+    auto text = read_text_file("/proc/self/mountinfo");
+    if (!text) return mounts;
+    std::istringstream lines(*text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        // id parent major:minor root point options [optional...] - fstype source super_options
+        std::istringstream words(line);
+        std::string id, parent, dev, root, point, options, word;
+        words >> id >> parent >> dev >> root >> point >> options;
+        while (words >> word && word != "-") {}
+        Mount mount{root, point, "", ""};
+        std::string source;
+        words >> mount.fstype >> source >> mount.super_options;
+        if (mount.fstype == "cgroup" || mount.fstype == "cgroup2") mounts.push_back(mount);
+    }
+    return mounts;
+}
+
+bool has_option(const std::string& options, const std::string& wanted) {
+    std::istringstream parts(options);
+    std::string part;
+    while (std::getline(parts, part, ','))
+        if (part == wanted) return true;
+    return false;
+}
+
+std::string join_under(const Mount& mount, const std::string& cgroup_path) {
+    // The mount's root is the part of the hierarchy it shows (a container sees its own subtree).
+    std::string relative = cgroup_path;
+    if (mount.root != "/" && relative.starts_with(mount.root)) relative = relative.substr(mount.root.size());
+    return mount.point + (relative == "/" ? "" : relative);
+}
+
+Kib read_bytes_as_kib(const std::string& path, bool* unlimited = nullptr) {
+    auto text = read_text_file(path);
+    if (!text) return std::nullopt;
+    if (text->starts_with("max")) {
+        if (unlimited) *unlimited = true;
+        return std::nullopt;
+    }
+    std::int64_t bytes = 0;
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), bytes);
+    if (ec != std::errc{}) return std::nullopt;
+    // v1 reports "no limit" as a huge page-rounded number (LONG_MAX rounded down to a page).
+    if (unlimited && bytes >= (std::int64_t{1} << 60)) {
+        *unlimited = true;
+        return std::nullopt;
+    }
+    return bytes / 1024;
+}
+
+// "key value" lines (memory.stat, memory.events, memory.oom_control), values in bytes or counts.
+std::optional<std::int64_t> read_keyed(const std::string& text, const std::string& key) {
+    std::istringstream lines(text);
+    std::string name;
+    std::int64_t value = 0;
+    while (lines >> name >> value)
+        if (name == key) return value;
+    return std::nullopt;
+}
+
+Kib stat_kib(const std::string& text, std::initializer_list<const char*> keys) {
+    for (const char* key : keys)
+        if (auto bytes = read_keyed(text, key)) return *bytes / 1024;
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why) {
+    auto text = read_text_file("/proc/" + std::to_string(pid) + "/cgroup");
+    if (!text) {
+        if (why) *why = "cannot read /proc/" + std::to_string(pid) + "/cgroup";
+        return std::nullopt;
+    }
+    std::string v2_path, v1_path;
+    std::istringstream lines(*text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::size_t first = line.find(':'), second = line.find(':', first + 1);
+        if (first == std::string::npos || second == std::string::npos) continue;
+        std::string hierarchy = line.substr(0, first);
+        std::string controllers = line.substr(first + 1, second - first - 1);
+        std::string path = line.substr(second + 1);
+        if (hierarchy == "0" && controllers.empty()) v2_path = path;
+        else if (has_option(controllers, "memory")) v1_path = path;
+    }
+    const auto mounts = cgroup_mounts();
+    for (const Mount& mount : mounts) {
+        if (mount.fstype != "cgroup2" || v2_path.empty()) continue;
+        std::string dir = join_under(mount, v2_path);
+        if (access((dir + "/memory.current").c_str(), R_OK) == 0) return CgroupLocation{"v2", v2_path, dir};
+    }
+    for (const Mount& mount : mounts) {
+        if (mount.fstype != "cgroup" || v1_path.empty() || !has_option(mount.super_options, "memory")) continue;
+        std::string dir = join_under(mount, v1_path);
+        if (access((dir + "/memory.usage_in_bytes").c_str(), R_OK) == 0) return CgroupLocation{"v1", v1_path, dir};
+    }
+    if (why) *why = "no readable memory cgroup (no v2 memory.current, no v1 memory controller) for PID " + std::to_string(pid);
+    return std::nullopt;
+}
+
+CgroupSample read_cgroup(const CgroupLocation& where) {
+    CgroupSample s;
+    s.version = where.version;
+    s.path = where.cgroup_path;
+    const std::string& d = where.directory;
+    if (where.version == "v2") {
+        s.usage = read_bytes_as_kib(d + "/memory.current");
+        s.peak = read_bytes_as_kib(d + "/memory.peak"); // Linux >= 5.19
+        s.limit = read_bytes_as_kib(d + "/memory.max", &s.unlimited);
+        if (auto stat = read_text_file(d + "/memory.stat")) {
+            s.anon = stat_kib(*stat, {"anon"});
+            s.file = stat_kib(*stat, {"file"});
+            s.shmem = stat_kib(*stat, {"shmem"});
+            s.file_mapped = stat_kib(*stat, {"file_mapped"});
+            s.active_file = stat_kib(*stat, {"active_file"});
+            s.inactive_file = stat_kib(*stat, {"inactive_file"});
+        }
+        if (auto events = read_text_file(d + "/memory.events")) s.oom_kill = read_keyed(*events, "oom_kill");
+    } else {
+        s.usage = read_bytes_as_kib(d + "/memory.usage_in_bytes");
+        s.peak = read_bytes_as_kib(d + "/memory.max_usage_in_bytes");
+        s.limit = read_bytes_as_kib(d + "/memory.limit_in_bytes", &s.unlimited);
+        if (auto stat = read_text_file(d + "/memory.stat")) {
+            // total_* include descendant cgroups, which is what usage_in_bytes counts.
+            s.anon = stat_kib(*stat, {"total_rss", "rss"});
+            s.file = stat_kib(*stat, {"total_cache", "cache"});
+            s.shmem = stat_kib(*stat, {"total_shmem", "shmem"});
+            s.file_mapped = stat_kib(*stat, {"total_mapped_file", "mapped_file"});
+            s.active_file = stat_kib(*stat, {"total_active_file", "active_file"});
+            s.inactive_file = stat_kib(*stat, {"total_inactive_file", "inactive_file"});
+        }
+        if (auto failcnt = read_text_file(d + "/memory.failcnt")) {
+            std::int64_t count = 0;
+            if (std::from_chars(failcnt->data(), failcnt->data() + failcnt->size(), count).ec == std::errc{})
+                s.failcnt = count;
+        }
+        if (auto oom = read_text_file(d + "/memory.oom_control")) s.oom_kill = read_keyed(*oom, "oom_kill");
+    }
+    return s;
+}
+
+SystemSample read_system() {
+    SystemSample s;
+    if (auto text = read_text_file("/proc/meminfo")) {
+        const std::array<KbField, 5> fields{{
+            {"MemTotal", &s.mem_total},
+            {"MemAvailable", &s.mem_available},
+            {"Cached", &s.cached},
+            {"Shmem", &s.shmem},
+            {"Dirty", &s.dirty},
+        }};
+        parse_kb_fields(*text, fields);
+    }
+    struct statvfs fs{};
+    if (statvfs("/dev/shm", &fs) == 0) {
+        const std::int64_t block = static_cast<std::int64_t>(fs.f_frsize);
+        s.devshm_size = static_cast<std::int64_t>(fs.f_blocks) * block / 1024;
+        s.devshm_used = static_cast<std::int64_t>(fs.f_blocks - fs.f_bfree) * block / 1024;
+    }
+    return s;
+}
+
+} // namespace loaderlens

@@ -1,0 +1,88 @@
+#include "loaderlens/launcher.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace loaderlens {
+
+namespace {
+rlimit original_nofile{};
+bool nofile_raised = false;
+} // namespace
+
+void raise_open_file_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    original_nofile = limit;
+    limit.rlim_cur = limit.rlim_max;
+    nofile_raised = setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+Launched launch(const std::vector<std::string>& argv,
+                const std::vector<std::pair<std::string, std::string>>& extra_env) {
+    Launched result;
+    if (argv.empty()) {
+        result.exec_errno = ENOENT;
+        return result;
+    }
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        result.exec_errno = errno;
+        return result;
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        result.exec_errno = errno;
+        close(report[0]);
+        close(report[1]);
+        return result;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE})
+            signal(sig, SIG_DFL);
+        if (nofile_raised) setrlimit(RLIMIT_NOFILE, &original_nofile);
+        for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
+        execvp(args[0], args.data());
+        int error = errno;
+        ssize_t ignored = write(report[1], &error, sizeof error);
+        (void)ignored;
+        _exit(exit_code_for_exec_errno(error));
+    }
+    close(report[1]);
+    int error = 0;
+    ssize_t n;
+    do n = read(report[0], &error, sizeof error);
+    while (n < 0 && errno == EINTR);
+    close(report[0]);
+    result.pid = pid;
+    if (n == sizeof error) { // exec failed: the child has exited; reap it
+        result.exec_errno = error;
+        int status = 0;
+        waitpid(pid, &status, 0);
+    }
+    return result;
+}
+
+int exit_code_for_exec_errno(int error) {
+    return error == ENOENT || error == ENOTDIR ? 127 : 126;
+}
+
+int exit_code_for_wait_status(int status) {
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 1;
+}
+
+} // namespace loaderlens

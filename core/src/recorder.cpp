@@ -1,0 +1,224 @@
+#include "loaderlens/recorder.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace loaderlens {
+
+const char* recording_schema_sql() {
+    return R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE processes(
+  id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL, ppid INTEGER,
+  parent_id INTEGER, comm TEXT, cmdline TEXT, role TEXT NOT NULL, slot INTEGER, generation INTEGER,
+  birth_ms INTEGER, exit_ms INTEGER, exit_status INTEGER);
+CREATE TABLE fast_samples(
+  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL,
+  rss_kb INTEGER, anon_kb INTEGER, file_kb INTEGER, shmem_kb INTEGER, swap_kb INTEGER);
+CREATE TABLE rollup_samples(
+  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL,
+  rss_kb INTEGER, pss_kb INTEGER, pss_anon_kb INTEGER, pss_file_kb INTEGER, pss_shmem_kb INTEGER,
+  shared_clean_kb INTEGER, shared_dirty_kb INTEGER, private_clean_kb INTEGER,
+  private_dirty_kb INTEGER, swap_kb INTEGER, swap_pss_kb INTEGER, locked_kb INTEGER);
+CREATE TABLE objects(
+  id INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, inode INTEGER NOT NULL,
+  size_bytes INTEGER, UNIQUE(kind, path, inode));
+CREATE TABLE map_samples(
+  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL, object_id INTEGER NOT NULL,
+  size_kb INTEGER, rss_kb INTEGER, pss_kb INTEGER, shared_clean_kb INTEGER, shared_dirty_kb INTEGER,
+  private_clean_kb INTEGER, private_dirty_kb INTEGER, swap_kb INTEGER);
+CREATE TABLE cgroup_samples(
+  t_ms INTEGER NOT NULL, version TEXT, path TEXT, usage_kb INTEGER, peak_kb INTEGER,
+  limit_kb INTEGER, unlimited INTEGER, anon_kb INTEGER, file_kb INTEGER, shmem_kb INTEGER,
+  file_mapped_kb INTEGER, active_file_kb INTEGER, inactive_file_kb INTEGER,
+  failcnt INTEGER, oom_kill INTEGER);
+CREATE TABLE system_samples(
+  t_ms INTEGER NOT NULL, mem_total_kb INTEGER, mem_available_kb INTEGER, cached_kb INTEGER,
+  shmem_kb INTEGER, dirty_kb INTEGER, devshm_used_kb INTEGER, devshm_size_kb INTEGER);
+CREATE TABLE markers(t_ms INTEGER NOT NULL, source TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE unavailable(t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL, tier TEXT NOT NULL,
+  reason TEXT NOT NULL);
+CREATE TABLE tier_stats(t_ms INTEGER NOT NULL, tier TEXT NOT NULL, interval_ms INTEGER NOT NULL,
+  cpu_us_per_run REAL NOT NULL, processes INTEGER NOT NULL);
+)sql";
+}
+
+struct Recorder::Statements {
+    explicit Statements(sql::Database& db)
+        : meta(db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")),
+          insert_process(db.prepare(
+              "INSERT INTO processes(id, pid, start_ticks, ppid, parent_id, comm, cmdline, role, "
+              "slot, generation, birth_ms, exit_ms, exit_status) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+          update_process(db.prepare(
+              "UPDATE processes SET ppid=?4, parent_id=?5, comm=?6, cmdline=?7, role=?8, slot=?9, "
+              "generation=?10, birth_ms=?11, exit_ms=?12, exit_status=?13 WHERE id=?1 AND pid=?2 "
+              "AND start_ticks=?3")),
+          fast(db.prepare("INSERT INTO fast_samples VALUES(?,?,?,?,?,?,?)")),
+          rollup(db.prepare("INSERT INTO rollup_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+          object(db.prepare("INSERT INTO objects(kind, path, inode, size_bytes) VALUES(?,?,?,?)")),
+          map(db.prepare("INSERT INTO map_samples VALUES(?,?,?,?,?,?,?,?,?,?,?)")),
+          cgroup(db.prepare("INSERT INTO cgroup_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+          system(db.prepare("INSERT INTO system_samples VALUES(?,?,?,?,?,?,?,?)")),
+          marker(db.prepare("INSERT INTO markers VALUES(?,?,?)")),
+          unavailable(db.prepare("INSERT INTO unavailable VALUES(?,?,?,?)")),
+          tier(db.prepare("INSERT INTO tier_stats VALUES(?,?,?,?,?)")) {}
+    sql::Statement meta, insert_process, update_process, fast, rollup, object, map, cgroup, system,
+        marker, unavailable, tier;
+};
+
+Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
+    if (overwrite) {
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+    }
+    // Create the file ourselves first: open(2) names the real problem (exists, no such directory,
+    // permission denied) better than SQLite's "unable to open database file".
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            throw RecorderError(path + ": file exists (use --force to overwrite)");
+        throw RecorderError(path + ": cannot create: " + std::strerror(errno));
+    }
+    ::close(fd);
+    try {
+        db_ = std::make_unique<sql::Database>(path, SQLITE_OPEN_READWRITE);
+        db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+        db_->exec(std::string("BEGIN;") + recording_schema_sql() +
+                  "PRAGMA user_version=" + std::to_string(recording_schema_version) + "; COMMIT;");
+        statements_ = std::make_unique<Statements>(*db_);
+        set_meta("format", recording_format);
+        set_meta("state", "recording");
+        commit();
+    } catch (const sql::Error& e) {
+        statements_.reset();
+        db_.reset();
+        ::unlink(path.c_str());
+        throw RecorderError(path + ": cannot write recording: " + e.what());
+    }
+}
+
+Recorder::~Recorder() {
+    try {
+        commit();
+    } catch (...) {
+    }
+    statements_.reset();
+}
+
+void Recorder::commit() {
+    if (!in_transaction_) return;
+    db_->exec("COMMIT");
+    in_transaction_ = false;
+}
+
+void Recorder::set_meta(const std::string& key, const std::string& value) {
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+    statements_->meta.bind(1, key).bind(2, value).run();
+}
+
+std::int64_t Recorder::object_id(const MappedObject& object) {
+    auto key = std::make_tuple(std::string(to_string(object.kind)), object.path, object.inode);
+    if (auto it = objects_.find(key); it != objects_.end()) return it->second;
+    auto& insert = statements_->object;
+    insert.bind(1, std::get<0>(key)).bind(2, object.path).bind(3, static_cast<std::int64_t>(object.inode));
+    struct stat st{};
+    bool is_file = object.kind == MappingKind::file;
+    if (is_file && ::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode)
+        insert.bind(4, static_cast<std::int64_t>(st.st_size));
+    insert.run();
+    std::int64_t id = sqlite3_last_insert_rowid(db_->handle());
+    objects_.emplace(std::move(key), id);
+    return id;
+}
+
+void Recorder::write_process(const ProcessInfo& p, bool insert) {
+    auto& s = insert ? statements_->insert_process : statements_->update_process;
+    s.bind(1, p.id).bind(2, std::int64_t{p.key.pid}).bind(3, static_cast<std::int64_t>(p.key.start_ticks));
+    s.bind(4, std::int64_t{p.ppid}).bind(5, p.parent_id).bind(6, p.comm).bind(7, p.cmdline);
+    s.bind(8, std::string(to_string(p.role)));
+    if (p.role == Role::worker) s.bind(9, std::int64_t{p.slot}).bind(10, std::int64_t{p.generation});
+    s.bind(11, p.birth_ms).bind(12, Kib(p.exit_ms));
+    if (p.exit_status) s.bind(13, std::int64_t{*p.exit_status});
+    s.run();
+}
+
+void Recorder::note_unavailable(std::int64_t t_ms, const Unavailability& problem) {
+    if (!noted_.emplace(problem.process_id, problem.tier, problem.reason).second) return;
+    statements_->unavailable.bind(1, t_ms).bind(2, problem.process_id).bind(3, problem.tier);
+    statements_->unavailable.bind(4, problem.reason).run();
+}
+
+void Recorder::write(const SampleBatch& b) {
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+    const std::int64_t t = b.t_ms;
+    for (const auto& p : b.born) write_process(p, true);
+    for (const auto& p : b.renamed) write_process(p, false);
+    for (const auto& p : b.exited) write_process(p, false);
+    for (const auto& f : b.fast) {
+        statements_->fast.bind(1, t).bind(2, f.process_id).bind(3, f.rss).bind(4, f.rss_anon);
+        statements_->fast.bind(5, f.rss_file).bind(6, f.rss_shmem).bind(7, f.swap).run();
+    }
+    for (const auto& r : b.rollup) {
+        auto& s = statements_->rollup;
+        s.bind(1, t).bind(2, r.process_id).bind(3, r.rss).bind(4, r.pss).bind(5, r.pss_anon);
+        s.bind(6, r.pss_file).bind(7, r.pss_shmem).bind(8, r.shared_clean).bind(9, r.shared_dirty);
+        s.bind(10, r.private_clean).bind(11, r.private_dirty).bind(12, r.swap).bind(13, r.swap_pss);
+        s.bind(14, r.locked).run();
+    }
+    for (const auto& m : b.maps) {
+        for (const auto& o : m.objects) {
+            std::int64_t id = object_id(o);
+            auto& s = statements_->map;
+            s.bind(1, t).bind(2, m.process_id).bind(3, id).bind(4, o.size_kb).bind(5, o.rss_kb);
+            s.bind(6, o.pss_kb).bind(7, o.shared_clean_kb).bind(8, o.shared_dirty_kb);
+            s.bind(9, o.private_clean_kb).bind(10, o.private_dirty_kb).bind(11, o.swap_kb).run();
+        }
+    }
+    if (b.cgroup) {
+        const auto& c = *b.cgroup;
+        auto& s = statements_->cgroup;
+        s.bind(1, t).bind(2, c.version).bind(3, c.path).bind(4, c.usage).bind(5, c.peak);
+        s.bind(6, c.limit).bind(7, std::int64_t{c.unlimited}).bind(8, c.anon).bind(9, c.file);
+        s.bind(10, c.shmem).bind(11, c.file_mapped).bind(12, c.active_file);
+        s.bind(13, c.inactive_file).bind(14, Kib(c.failcnt)).bind(15, Kib(c.oom_kill)).run();
+    }
+    if (b.system) {
+        const auto& y = *b.system;
+        auto& s = statements_->system;
+        s.bind(1, t).bind(2, y.mem_total).bind(3, y.mem_available).bind(4, y.cached);
+        s.bind(5, y.shmem).bind(6, y.dirty).bind(7, y.devshm_used).bind(8, y.devshm_size).run();
+    }
+    for (const auto& m : b.markers)
+        statements_->marker.bind(1, m.t_ms).bind(2, m.source).bind(3, m.text).run();
+    for (const auto& u : b.unavailable) note_unavailable(t, u);
+    for (const auto& ts : b.tier_stats) {
+        auto& s = statements_->tier;
+        s.bind(1, t).bind(2, ts.tier).bind(3, ts.interval_ms).bind(4, ts.cpu_us_per_run);
+        s.bind(5, std::int64_t{ts.processes}).run();
+    }
+}
+
+void Recorder::finish(const std::string& state, std::int64_t end_ms) {
+    set_meta("state", state);
+    set_meta("end_ms", std::to_string(end_ms));
+    db_->exec("CREATE INDEX IF NOT EXISTS fast_by_process ON fast_samples(process_id, t_ms);"
+              "CREATE INDEX IF NOT EXISTS rollup_by_process ON rollup_samples(process_id, t_ms);"
+              "CREATE INDEX IF NOT EXISTS maps_by_object ON map_samples(object_id, t_ms);");
+    commit();
+    // Fold the WAL into the main file so the recording is one file that can be copied alone.
+    // A reader that still has it open (a live GUI) blocks this: the WAL file then stays, valid.
+    try {
+        db_->exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+    } catch (const sql::Error&) {
+    }
+}
+
+} // namespace loaderlens

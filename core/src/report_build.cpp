@@ -1,0 +1,150 @@
+#include "loaderlens/report.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace loaderlens {
+
+namespace {
+
+// Sums a figure over all processes sampled at the same instant (one tier run shares one t_ms).
+template <typename Row, typename Get>
+void offer_sums(const std::vector<Row>& rows, Get get, Peak& peak) {
+    std::size_t i = 0;
+    while (i < rows.size()) {
+        const std::int64_t t = rows[i].t_ms;
+        Kib sum;
+        for (; i < rows.size() && rows[i].t_ms == t; ++i) {
+            Kib value = get(rows[i]);
+            if (value) sum = sum.value_or(0) + *value;
+        }
+        peak.offer(sum, t);
+    }
+}
+
+std::int64_t longest_tier_interval(const std::vector<Timed<TierStat>>& stats, const std::string& tier) {
+    std::int64_t longest = 0;
+    for (const auto& s : stats)
+        if (s.sample.tier == tier) longest = std::max(longest, s.sample.interval_ms);
+    return longest;
+}
+
+} // namespace
+
+ReportData build_report(const Recording& recording) {
+    ReportData r;
+    r.path = recording.path();
+    r.meta = recording.all_meta();
+    r.finished = recording.finished();
+    r.duration_ms = std::stoll(r.meta.count("end_ms") ? r.meta["end_ms"] : "0");
+    if (!r.finished) r.duration_ms = std::max<std::int64_t>(0, recording.last_sample_ms());
+    r.markers = recording.markers();
+    r.unavailable = recording.unavailable();
+
+    std::unordered_map<std::int64_t, std::size_t> index;
+    for (auto& p : recording.processes()) {
+        index[p.id] = r.processes.size();
+        r.processes.push_back(ProcessSummary{.info = std::move(p)});
+    }
+
+    const auto fast = recording.fast();
+    for (const auto& [t, s] : fast) {
+        auto it = index.find(s.process_id);
+        if (it == index.end()) continue;
+        ProcessSummary& p = r.processes[it->second];
+        p.rss.offer(s.rss, t);
+        p.final_rss = s.rss;
+        p.final_anon = s.rss_anon;
+        p.final_file = s.rss_file;
+        p.final_shmem = s.rss_shmem;
+        p.final_swap = s.swap;
+        p.last_seen_ms = std::max(p.last_seen_ms, t);
+    }
+    struct FastRow { std::int64_t t_ms; Kib rss; };
+    std::vector<FastRow> fast_rows;
+    for (const auto& [t, s] : fast) fast_rows.push_back({t, s.rss});
+    offer_sums(fast_rows, [](const FastRow& row) { return row.rss; }, r.totals.rss);
+
+    const auto rollup = recording.rollup();
+    struct RollupRow { std::int64_t t_ms; Kib pss, uss; };
+    std::vector<RollupRow> rollup_rows;
+    for (const auto& [t, s] : rollup) {
+        rollup_rows.push_back({t, s.pss, s.uss()});
+        auto it = index.find(s.process_id);
+        if (it == index.end()) continue;
+        ProcessSummary& p = r.processes[it->second];
+        p.pss.offer(s.pss, t);
+        p.uss.offer(s.uss(), t);
+        p.final_pss = s.pss;
+        p.final_uss = s.uss();
+    }
+    offer_sums(rollup_rows, [](const RollupRow& row) { return row.pss; }, r.totals.pss);
+    offer_sums(rollup_rows, [](const RollupRow& row) { return row.uss; }, r.totals.uss);
+
+    for (const auto& [t, c] : recording.cgroup()) {
+        r.totals.cgroup_usage.offer(c.usage, t);
+        r.totals.cgroup_limit = c.limit;
+        r.totals.cgroup_unlimited = c.unlimited;
+        r.totals.cgroup_version = c.version;
+        r.totals.cgroup_path = c.path;
+        r.totals.oom_kills = c.oom_kill;
+        r.totals.failcnt = c.failcnt;
+    }
+
+    // Per mapped file: peaks per process, and the tree-wide sums at each maps sample.
+    std::unordered_map<std::int64_t, std::size_t> file_index;
+    for (auto& object : recording.objects()) {
+        if (object.kind != MappingKind::file && object.kind != MappingKind::deleted_file) continue;
+        file_index[object.id] = r.files.size();
+        r.files.push_back(FileSummary{.object = std::move(object)});
+    }
+    const auto maps = recording.maps();
+    std::size_t i = 0;
+    while (i < maps.size()) {
+        const std::int64_t t = maps[i].t_ms;
+        std::unordered_map<std::size_t, std::pair<std::int64_t, std::int64_t>> sums; // rss, pss
+        for (; i < maps.size() && maps[i].t_ms == t; ++i) {
+            auto f = file_index.find(maps[i].object_id);
+            if (f == file_index.end()) continue;
+            FileSummary& file = r.files[f->second];
+            auto per = std::find_if(file.processes.begin(), file.processes.end(),
+                                    [&](const auto& p) { return p.process_id == maps[i].process_id; });
+            if (per == file.processes.end()) {
+                file.processes.push_back({maps[i].process_id, {}, {}});
+                per = std::prev(file.processes.end());
+            }
+            per->rss.offer(maps[i].figures.rss_kb, t);
+            per->pss.offer(maps[i].figures.pss_kb, t);
+            sums[f->second].first += maps[i].figures.rss_kb;
+            sums[f->second].second += maps[i].figures.pss_kb;
+        }
+        for (const auto& [file, sum] : sums) {
+            r.files[file].total_rss.offer(sum.first, t);
+            r.files[file].total_pss.offer(sum.second, t);
+        }
+    }
+    std::erase_if(r.files, [](const FileSummary& f) { return f.processes.empty(); });
+    for (auto& f : r.files)
+        std::sort(f.processes.begin(), f.processes.end(),
+                  [](const auto& a, const auto& b) { return a.process_id < b.process_id; });
+    std::sort(r.files.begin(), r.files.end(), [](const FileSummary& a, const FileSummary& b) {
+        return a.total_rss.value.value_or(0) > b.total_rss.value.value_or(0);
+    });
+
+    const auto stats = recording.tier_stats();
+    for (const char* tier : {"fast", "rollup", "maps", "cgroup"}) {
+        TierSummary summary{tier};
+        auto nominal = r.meta.find(std::string("interval_") + tier + "_ms");
+        if (nominal != r.meta.end()) summary.nominal_ms = std::stoll(nominal->second);
+        summary.longest_ms = std::max(summary.nominal_ms, longest_tier_interval(stats, tier));
+        for (const auto& s : stats)
+            if (s.sample.tier == tier) {
+                summary.last_ms = s.sample.interval_ms;
+                summary.cpu_us_per_run = s.sample.cpu_us_per_run;
+            }
+        r.tiers.push_back(summary);
+    }
+    return r;
+}
+
+} // namespace loaderlens

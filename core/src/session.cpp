@@ -1,0 +1,224 @@
+#include "loaderlens/session.hpp"
+
+#include <ctime>
+#include <set>
+
+namespace loaderlens {
+
+namespace {
+
+// Shares of the CPU budget; the rest is left to the writer. The smaps walks get the most because
+// their cost grows with resident memory, while statm and cgroup reads stay near-constant.
+constexpr double fast_share = 0.25, rollup_share = 0.35, maps_share = 0.25, cgroup_share = 0.05;
+
+std::int64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+template <typename Sampler>
+void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
+                    const std::vector<ProcessInfo>& now) {
+    std::set<ProcessKey> alive;
+    for (const auto& p : now) alive.insert(p.key);
+    for (const auto& p : before)
+        if (!alive.contains(p.key)) sampler.forget(p.key);
+}
+
+} // namespace
+
+Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
+                 const RecordingClock& clock)
+    : options_(std::move(options)), recorder_(recorder), clock_(clock),
+      tracker_(tracker, clock), maps_(options_.maps_min_file_kb),
+      fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
+      rollup_interval_(options_.rollup_ms, options_.cpu_budget * rollup_share),
+      maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
+      cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share) {
+    if (options_.markers_path) markers_.emplace(*options_.markers_path);
+    cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
+                                   &cgroup_problem_);
+    snapshot_ = std::make_shared<const std::vector<ProcessInfo>>();
+}
+
+Session::~Session() {
+    if (fast_thread_.joinable() || deep_thread_.joinable()) stop();
+}
+
+void Session::start() {
+    fast_thread_ = std::thread([this] { fast_loop(); });
+    deep_thread_ = std::thread([this] { deep_loop(); });
+}
+
+bool Session::sleep_until(std::int64_t due_ms) {
+    std::unique_lock lock(wake_mutex_);
+    const auto wait = std::chrono::milliseconds(std::max<std::int64_t>(0, due_ms - clock_.now_ms()));
+    return !wake_.wait_for(lock, wait, [this] { return stopping_.load(); });
+}
+
+void Session::push(SampleBatch&& batch) {
+    std::lock_guard lock(queue_mutex_);
+    queue_.push_back(std::move(batch));
+}
+
+void Session::fast_run(SampleBatch& batch) {
+    const std::int64_t cpu_start = thread_cpu_ns();
+    batch.t_ms = clock_.now_ms();
+    std::vector<ProcessInfo> live;
+    {
+        std::lock_guard lock(tracker_mutex_);
+        TreeChanges changes = tracker_.scan();
+        batch.born = std::move(changes.born);
+        batch.exited = std::move(changes.exited);
+        batch.renamed = std::move(changes.renamed);
+        live = tracker_.live();
+    }
+    for (const auto& gone : batch.exited) fast_.forget(gone.key);
+    fast_.sample(live, batch.t_ms, batch.fast, batch.unavailable);
+    std::int64_t total = 0;
+    for (const auto& s : batch.fast) total += s.rss.value_or(0);
+    total_rss_ = batch.fast.empty() ? -1 : total;
+    processes_ = static_cast<int>(live.size());
+    if (!live.empty() || !batch.exited.empty()) tree_gone_ = live.empty();
+    if (markers_) batch.markers = markers_->poll(batch.t_ms);
+
+    // Publish the tree for the deep thread only after the births are queued, so their process
+    // rows are written before any deep sample that refers to them.
+    auto snapshot = std::make_shared<const std::vector<ProcessInfo>>(std::move(live));
+    fast_interval_.observe_run(thread_cpu_ns() - cpu_start);
+
+    if (batch.t_ms >= next_cgroup_ms_) {
+        const std::int64_t cgroup_start = thread_cpu_ns();
+        if (cgroup_) batch.cgroup = read_cgroup(*cgroup_);
+        else batch.unavailable.push_back({0, "cgroup", cgroup_problem_});
+        batch.system = read_system();
+        cgroup_interval_.observe_run(thread_cpu_ns() - cgroup_start);
+        next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
+    }
+    const int count = static_cast<int>(snapshot->size());
+    for (auto [name, interval] : {std::pair{"fast", &fast_interval_}, {"cgroup", &cgroup_interval_}}) {
+        auto& [logged_interval, logged_t] = tier_logged_[name];
+        if (logged_interval != interval->interval_ms() || batch.t_ms - logged_t >= 10'000) {
+            batch.tier_stats.push_back({name, interval->interval_ms(), interval->average_cpu_us(), count});
+            logged_interval = interval->interval_ms();
+            logged_t = batch.t_ms;
+        }
+    }
+    push(std::move(batch));
+    std::lock_guard lock(snapshot_mutex_);
+    snapshot_ = std::move(snapshot);
+}
+
+void Session::fast_loop() {
+    std::int64_t due = clock_.now_ms();
+    do {
+        SampleBatch batch;
+        fast_run(batch);
+        due += fast_interval_.interval_ms();
+        due = std::max(due, clock_.now_ms()); // never try to catch up after a stall
+    } while (sleep_until(due));
+}
+
+void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
+    std::shared_ptr<const std::vector<ProcessInfo>> live;
+    {
+        std::lock_guard lock(snapshot_mutex_);
+        live = snapshot_;
+    }
+    batch.t_ms = clock_.now_ms();
+    const int count = static_cast<int>(live->size());
+    auto log_tier = [&](const char* name, const AdaptiveInterval& interval) {
+        auto& [logged_interval, logged_t] = tier_logged_[name];
+        if (logged_interval != interval.interval_ms() || batch.t_ms - logged_t >= 10'000) {
+            batch.tier_stats.push_back({name, interval.interval_ms(), interval.average_cpu_us(), count});
+            logged_interval = interval.interval_ms();
+            logged_t = batch.t_ms;
+        }
+    };
+    if (rollup) {
+        const std::int64_t start = thread_cpu_ns();
+        rollup_.sample(*live, batch.rollup, batch.unavailable);
+        if (!batch.rollup.empty()) {
+            std::int64_t total = 0;
+            for (const auto& s : batch.rollup) total += s.pss.value_or(0);
+            total_pss_ = total;
+        }
+        rollup_interval_.observe_run(thread_cpu_ns() - start);
+        log_tier("rollup", rollup_interval_);
+    }
+    if (maps) {
+        const std::int64_t start = thread_cpu_ns();
+        maps_.sample(*live, batch.maps, batch.unavailable);
+        maps_interval_.observe_run(thread_cpu_ns() - start);
+        log_tier("maps", maps_interval_);
+    }
+    push(std::move(batch));
+}
+
+void Session::deep_loop() {
+    std::vector<ProcessInfo> previous;
+    std::int64_t next_rollup = clock_.now_ms(), next_maps = next_rollup;
+    // Wait for the first tree scan so that the first deep run has processes to look at.
+    sleep_until(clock_.now_ms() + 20);
+    for (;;) {
+        const std::int64_t now = clock_.now_ms();
+        const bool do_rollup = now >= next_rollup, do_maps = now >= next_maps;
+        if (do_rollup || do_maps) {
+            SampleBatch batch;
+            deep_run(batch, do_rollup, do_maps);
+            if (do_rollup) next_rollup = std::max(now + rollup_interval_.interval_ms(), clock_.now_ms());
+            if (do_maps) next_maps = std::max(now + maps_interval_.interval_ms(), clock_.now_ms());
+            std::shared_ptr<const std::vector<ProcessInfo>> live;
+            {
+                std::lock_guard lock(snapshot_mutex_);
+                live = snapshot_;
+            }
+            forget_missing(rollup_, previous, *live);
+            previous = *live;
+        }
+        if (!sleep_until(std::min(next_rollup, next_maps))) break;
+    }
+}
+
+void Session::pump() {
+    std::deque<SampleBatch> batches;
+    {
+        std::lock_guard lock(queue_mutex_);
+        batches.swap(queue_);
+    }
+    for (const auto& batch : batches) recorder_.write(batch);
+    recorder_.commit();
+}
+
+void Session::stop() {
+    {
+        std::lock_guard lock(wake_mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (fast_thread_.joinable()) fast_thread_.join();
+    if (deep_thread_.joinable()) deep_thread_.join();
+    // A last look at everything, so that the final figures and the exits are in the recording.
+    SampleBatch last;
+    fast_run(last);
+    SampleBatch deep;
+    deep_run(deep, true, true);
+    pump();
+}
+
+void Session::note_exit_status(pid_t pid, int wait_status) {
+    std::lock_guard lock(tracker_mutex_);
+    tracker_.note_exit_status(pid, wait_status);
+}
+
+LiveStatus Session::status() const {
+    LiveStatus s;
+    s.elapsed_ms = clock_.now_ms();
+    s.processes = processes_;
+    if (total_rss_ >= 0) s.total_rss = total_rss_.load();
+    if (total_pss_ >= 0) s.total_pss = total_pss_.load();
+    return s;
+}
+
+} // namespace loaderlens

@@ -1,0 +1,85 @@
+#include "loaderlens/sqlite.hpp"
+
+namespace loaderlens::sql {
+
+namespace {
+void check(sqlite3* db, int rc, const char* what) {
+    if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        throw Error(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)), rc);
+}
+} // namespace
+
+Statement::Statement(sqlite3* db, const std::string& sql) {
+    check(db, sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr),
+          "prepare");
+}
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+    sqlite3_bind_int64(stmt_, index, value);
+    return *this;
+}
+Statement& Statement::bind(int index, const Kib& value) {
+    if (value) sqlite3_bind_int64(stmt_, index, *value);
+    else sqlite3_bind_null(stmt_, index);
+    return *this;
+}
+Statement& Statement::bind(int index, double value) {
+    sqlite3_bind_double(stmt_, index, value);
+    return *this;
+}
+Statement& Statement::bind(int index, const std::string& value) {
+    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    return *this;
+}
+Statement& Statement::bind_null(int index) {
+    sqlite3_bind_null(stmt_, index);
+    return *this;
+}
+bool Statement::step() {
+    int rc = sqlite3_step(stmt_);
+    check(sqlite3_db_handle(stmt_), rc, "step");
+    return rc == SQLITE_ROW;
+}
+void Statement::run() {
+    step();
+    reset();
+}
+void Statement::reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+}
+std::int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+Kib Statement::optional_int64(int column) const {
+    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(stmt_, column);
+}
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+std::string Statement::text(int column) const {
+    const auto* chars = sqlite3_column_text(stmt_, column);
+    return chars ? reinterpret_cast<const char*>(chars) : "";
+}
+
+Database::Database(const std::string& path, int flags) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw Error(message, rc);
+    }
+    sqlite3_busy_timeout(db_, 2000);
+}
+Database::~Database() { sqlite3_close(db_); }
+
+void Database::exec(const std::string& sql) {
+    char* message = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
+    if (rc != SQLITE_OK) {
+        std::string text = message ? message : sqlite3_errstr(rc);
+        sqlite3_free(message);
+        throw Error(text, rc);
+    }
+}
+
+} // namespace loaderlens::sql

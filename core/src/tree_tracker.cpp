@@ -1,0 +1,196 @@
+#include "loaderlens/tree_tracker.hpp"
+
+#include "loaderlens/proc_text.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <dirent.h>
+#include <unistd.h>
+
+namespace loaderlens {
+
+namespace {
+
+// Processes PyTorch and multiprocessing start beside the workers: never counted as workers by
+// the default rule, even when they are children of main.
+const std::regex& helper_pattern() {
+    static const std::regex pattern(
+        "resource_tracker|semaphore_tracker|forkserver|multiprocessing\\.managers|torch_shm_manager");
+    return pattern;
+}
+
+std::optional<StatFields> read_stat(pid_t pid) {
+    auto text = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+    if (!text) return std::nullopt;
+    return parse_stat(*text);
+}
+
+} // namespace
+
+std::string read_cmdline(pid_t pid) {
+    auto text = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
+    if (!text) return {};
+    while (!text->empty() && text->back() == '\0') text->pop_back();
+    std::replace(text->begin(), text->end(), '\0', ' ');
+    return *text;
+}
+
+TreeTracker::TreeTracker(TrackerOptions options, const RecordingClock& clock)
+    : options_(std::move(options)), clock_(clock) {
+    if (options_.worker_match) worker_regex_.emplace(*options_.worker_match);
+}
+
+std::vector<pid_t> TreeTracker::list_proc() const {
+    std::vector<pid_t> pids;
+    DIR* dir = opendir("/proc");
+    if (!dir) return pids;
+    while (dirent* entry = readdir(dir)) {
+        const char* name = entry->d_name;
+        if (name[0] < '0' || name[0] > '9') continue;
+        pid_t pid = 0;
+        std::from_chars(name, name + std::char_traits<char>::length(name), pid);
+        if (pid > 0) pids.push_back(pid);
+    }
+    closedir(dir);
+    return pids;
+}
+
+bool TreeTracker::is_worker(const ProcessInfo& info) const {
+    if (worker_regex_)
+        return std::regex_search(info.comm, *worker_regex_) ||
+               std::regex_search(info.cmdline, *worker_regex_);
+    if (info.comm == "pt_data_worker") return true;
+    return info.ppid == options_.main_pid && !std::regex_search(info.cmdline, helper_pattern());
+}
+
+void TreeTracker::assign_role(ProcessInfo& info) {
+    if (info.key.pid == options_.main_pid) {
+        info.role = Role::main;
+    } else if (is_worker(info)) {
+        info.role = Role::worker;
+        auto [slot, generation] = slots_.acquire();
+        info.slot = slot;
+        info.generation = generation;
+    } else {
+        info.role = Role::helper;
+    }
+}
+
+TreeChanges TreeTracker::scan() {
+    TreeChanges changes;
+    const std::int64_t now = clock_.now_ms();
+    const pid_t self = getpid();
+    std::vector<pid_t> listing = list_proc();
+
+    // 1. Refresh what we know: new PIDs and tree members are read, the rest is assumed unchanged.
+    std::unordered_map<pid_t, StatFields> fresh;
+    std::unordered_map<pid_t, Known> still_there;
+    still_there.reserve(listing.size());
+    for (pid_t pid : listing) {
+        auto old = known_.find(pid);
+        bool member = false;
+        if (old != known_.end())
+            member = live_.contains(ProcessKey{pid, old->second.start_ticks});
+        if (old != known_.end() && !member) {
+            still_there.emplace(pid, old->second);
+            continue;
+        }
+        if (auto stat = read_stat(pid)) {
+            still_there.emplace(pid, Known{stat->start_ticks, stat->ppid});
+            fresh.emplace(pid, std::move(*stat));
+        }
+    }
+    known_ = std::move(still_there);
+
+    // 2. Exits: a live process whose PID is gone, now names another process, or is a zombie.
+    for (auto it = live_.begin(); it != live_.end();) {
+        const ProcessKey key = it->first;
+        auto now_known = known_.find(key.pid);
+        auto stat = fresh.find(key.pid);
+        bool gone = now_known == known_.end() || now_known->second.start_ticks != key.start_ticks;
+        bool zombie = !gone && stat != fresh.end() && stat->second.state == 'Z';
+        if (!gone && !zombie) {
+            ++it;
+            continue;
+        }
+        ProcessInfo info = std::move(it->second);
+        info.exit_ms = now;
+        if (zombie) info.exit_status = stat->second.exit_code;
+        if (auto reaped = reaped_status_.find(key.pid); reaped != reaped_status_.end()) {
+            info.exit_status = reaped->second;
+            reaped_status_.erase(reaped);
+        }
+        if (info.role == Role::worker) slots_.release(info.slot);
+        changes.exited.push_back(std::move(info));
+        it = live_.erase(it);
+    }
+
+    // 3. Renames of live members (exec or prctl(PR_SET_NAME), e.g. pt_data_worker).
+    for (auto& [key, info] : live_) {
+        auto stat = fresh.find(key.pid);
+        if (stat == fresh.end()) continue;
+        info.ppid = stat->second.ppid;
+        if (stat->second.comm == info.comm) continue;
+        info.comm = stat->second.comm;
+        info.cmdline = read_cmdline(key.pid);
+        if (info.role == Role::helper && is_worker(info)) assign_role(info);
+        changes.renamed.push_back(info);
+    }
+
+    // 4. Births: descendants of the scan root that are not live yet, oldest first.
+    std::unordered_map<pid_t, std::vector<pid_t>> children;
+    for (const auto& [pid, known] : known_) children[known.ppid].push_back(pid);
+    std::vector<pid_t> frontier{options_.scan_root};
+    std::vector<pid_t> newborn;
+    if (options_.track_scan_root && known_.contains(options_.scan_root)) newborn.push_back(options_.scan_root);
+    while (!frontier.empty()) {
+        pid_t parent = frontier.back();
+        frontier.pop_back();
+        auto found = children.find(parent);
+        if (found == children.end()) continue;
+        for (pid_t child : found->second) {
+            if (child == self) continue;
+            frontier.push_back(child);
+            newborn.push_back(child);
+        }
+    }
+    std::erase_if(newborn, [&](pid_t pid) {
+        return live_.contains(ProcessKey{pid, known_[pid].start_ticks}) || !fresh.contains(pid) ||
+               fresh[pid].state == 'Z';
+    });
+    std::sort(newborn.begin(), newborn.end(), [&](pid_t a, pid_t b) {
+        return std::pair(known_[a].start_ticks, a) < std::pair(known_[b].start_ticks, b);
+    });
+    for (pid_t pid : newborn) {
+        const StatFields& stat = fresh[pid];
+        ProcessInfo info;
+        info.id = next_id_++;
+        info.key = ProcessKey{pid, stat.start_ticks};
+        info.ppid = stat.ppid;
+        info.comm = stat.comm;
+        info.cmdline = read_cmdline(pid);
+        info.birth_ms = clock_.ticks_to_ms(stat.start_ticks);
+        for (const auto& [key, other] : live_)
+            if (key.pid == stat.ppid) info.parent_id = other.id;
+        assign_role(info);
+        live_.emplace(info.key, info);
+        changes.born.push_back(std::move(info));
+    }
+    return changes;
+}
+
+std::vector<ProcessInfo> TreeTracker::live() const {
+    std::vector<ProcessInfo> out;
+    out.reserve(live_.size());
+    for (const auto& [key, info] : live_) out.push_back(info);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    return out;
+}
+
+bool TreeTracker::is_alive(pid_t pid) const {
+    return std::any_of(live_.begin(), live_.end(), [pid](const auto& e) { return e.first.pid == pid; });
+}
+
+void TreeTracker::note_exit_status(pid_t pid, int wait_status) { reaped_status_[pid] = wait_status; }
+
+} // namespace loaderlens

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the build, the tests and the benchmarks need.
+# Idempotent: runs `apt-get update` once per invocation, then installs what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ninja-build clang-format
+  libproc2-dev libsqlite3-dev liblmdb-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
+  libboost-test-dev libbenchmark-dev
+  qt6-base-dev libqcustomplot-dev libgl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
