@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
         for (int w = 0; w < o.workers; ++w) {
             pid_t pid = fork();
             if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive main, even when it is killed
                 close(ready[0]);
                 signal(SIGTERM, SIG_DFL);
                 signal(SIGUSR1, SIG_DFL);

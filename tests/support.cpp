@@ -1,0 +1,160 @@
+#include "support.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <random>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace loaderlens::test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono;
+
+TempDir::TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "loaderlens-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+}
+TempDir::~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+}
+
+void make_file(const std::string& path, std::size_t bytes) {
+    std::ofstream out(path, std::ios::binary);
+    std::mt19937_64 random(42);
+    std::vector<std::uint64_t> block(8192);
+    for (std::size_t written = 0; written < bytes;) {
+        for (auto& word : block) word = random() | 1;
+        std::size_t n = std::min(bytes - written, block.size() * sizeof(std::uint64_t));
+        out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
+        written += n;
+    }
+}
+
+Child::Child(const std::vector<std::string>& argv, bool own_process_group) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+        if (own_process_group) setpgid(0, 0);
+        dup2(pipe_fds[1], STDOUT_FILENO);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    stdout_fd_ = pipe_fds[0];
+}
+
+Child::~Child() {
+    if (!reaped_ && pid_ > 0) {
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+bool Child::wait_for_line(const std::string& prefix, milliseconds timeout) {
+    const auto deadline = steady_clock::now() + timeout;
+    for (;;) {
+        std::size_t eol;
+        while ((eol = output_.find('\n', consumed_)) != std::string::npos) {
+            std::string line = output_.substr(consumed_, eol - consumed_);
+            consumed_ = eol + 1;
+            if (line.starts_with(prefix)) return true;
+        }
+        auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+        if (left <= 0) return false;
+        pollfd pfd{stdout_fd_, POLLIN, 0};
+        if (poll(&pfd, 1, static_cast<int>(left)) <= 0) continue;
+        char buffer[4096];
+        ssize_t n = read(stdout_fd_, buffer, sizeof buffer);
+        if (n <= 0) return false;
+        output_.append(buffer, static_cast<std::size_t>(n));
+    }
+}
+
+std::optional<int> Child::wait(milliseconds timeout) {
+    const auto deadline = steady_clock::now() + timeout;
+    while (steady_clock::now() < deadline) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            reaped_ = true;
+            return status;
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    return std::nullopt;
+}
+
+RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
+    TempDir dir;
+    const std::string out_path = dir.file("out"), err_path = dir.file("err");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        int null = open("/dev/null", O_RDONLY);
+        dup2(null, STDIN_FILENO);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    RunResult result;
+    const auto deadline = steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            result.err = "timeout";
+            return result;
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    auto slurp = [](const std::string& path) {
+        std::ifstream in(path);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    return result;
+}
+
+std::string cli_path() { return LOADERLENS_CLI_PATH; }
+std::string workload_path() { return LOADERLENS_WORKLOAD_PATH; }
+
+std::vector<std::string> workload(const std::string& file, int workers, long anon_mib, int generations,
+                                  long hold_ms) {
+    return {workload_path(), "--file", file, "--workers", std::to_string(workers), "--anon-mib",
+            std::to_string(anon_mib), "--generations", std::to_string(generations), "--hold-ms",
+            std::to_string(hold_ms)};
+}
+
+std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected, milliseconds timeout) {
+    const auto deadline = steady_clock::now() + timeout;
+    for (;;) {
+        tracker.scan();
+        auto live = tracker.live();
+        if (live.size() >= expected || steady_clock::now() > deadline) return live;
+        std::this_thread::sleep_for(milliseconds(20));
+    }
+}
+
+} // namespace loaderlens::test

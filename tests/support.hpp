@@ -1,0 +1,75 @@
+// Test support: real processes (the test workload, the CLI) and temporary files.
+#pragma once
+
+#include "loaderlens/tree_tracker.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace loaderlens::test {
+
+// A directory removed with everything in it when the object goes.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::filesystem::path& path() const { return path_; }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+// Writes `bytes` of non-zero content (so no page can be the shared zero page).
+void make_file(const std::string& path, std::size_t bytes);
+
+// A child process with its stdout on a pipe; killed (whole process group) when the object goes.
+class Child {
+public:
+    Child(const std::vector<std::string>& argv, bool own_process_group = true);
+    ~Child();
+    pid_t pid() const { return pid_; }
+    // Waits for a stdout line that starts with `prefix`; false on timeout or EOF.
+    bool wait_for_line(const std::string& prefix, std::chrono::milliseconds timeout);
+    // Waits for the exit; returns the wait status, or nullopt on timeout.
+    std::optional<int> wait(std::chrono::milliseconds timeout);
+    const std::string& output() const { return output_; }
+
+private:
+    pid_t pid_ = -1;
+    int stdout_fd_ = -1;
+    bool reaped_ = false;
+    std::string output_;
+    std::size_t consumed_ = 0;
+};
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out, err;
+};
+// Runs a command to completion, capturing stdout and stderr.
+RunResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+std::string cli_path();
+std::string workload_path();
+// The argv of the test workload over `file`.
+std::vector<std::string> workload(const std::string& file, int workers, long anon_mib,
+                                  int generations = 1, long hold_ms = 60'000);
+
+// Tracks the tree below `root` (root included) until `expected` processes are live.
+std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+constexpr std::int64_t mib_kb = 1024;
+
+} // namespace loaderlens::test
+
+#include <ostream>
+namespace loaderlens { // so that Boost.Test can print them in failure messages
+inline std::ostream& operator<<(std::ostream& out, Role role) { return out << to_string(role); }
+inline std::ostream& operator<<(std::ostream& out, MappingKind kind) { return out << to_string(kind); }
+} // namespace loaderlens

@@ -1,0 +1,124 @@
+// The tracker against real process trees: grandchildren, births and exits, PID reuse.
+#include "support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <csignal>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace loaderlens;
+using namespace loaderlens::test;
+using namespace std::chrono_literals;
+
+BOOST_AUTO_TEST_SUITE(tree_tracker)
+
+BOOST_AUTO_TEST_CASE(finds_grandchildren_with_roles) {
+    TempDir dir;
+    const std::string data = dir.file("data.bin");
+    make_file(data, 1 << 20);
+    auto argv = workload(data, 2, 1);
+    argv.insert(argv.end(), {"--grandchildren", "1"});
+    Child child(argv);
+    BOOST_REQUIRE(child.wait_for_line("ready", 20s));
+    RecordingClock clock;
+    TreeTracker tracker(TrackerOptions{.scan_root = child.pid(), .main_pid = child.pid()}, clock);
+    auto live = track_until(tracker, 5);
+    BOOST_REQUIRE_EQUAL(live.size(), 5u);
+    int mains = 0, workers = 0, helpers = 0;
+    for (const auto& p : live) {
+        mains += p.role == Role::main;
+        workers += p.role == Role::worker;
+        helpers += p.role == Role::helper;
+        if (p.role == Role::helper) BOOST_TEST(p.parent_id != 0); // a worker's child
+    }
+    BOOST_TEST(mains == 1);
+    BOOST_TEST(workers == 2);
+    BOOST_TEST(helpers == 2);
+
+    // --worker-match turns the grandchildren into workers too (forkserver-style trees).
+    TreeTracker matching(TrackerOptions{.scan_root = child.pid(), .main_pid = child.pid(),
+                                        .worker_match = "loaderlens-test"},
+                         clock);
+    auto all = track_until(matching, 5);
+    BOOST_TEST(std::count_if(all.begin(), all.end(), [](auto& p) { return p.role == Role::worker; }) == 4);
+}
+
+BOOST_AUTO_TEST_CASE(births_exits_and_exit_status) {
+    RecordingClock clock;
+    TreeTracker tracker(TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
+                        clock);
+    tracker.scan();
+    pid_t child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    auto changes = tracker.scan();
+    BOOST_REQUIRE_EQUAL(changes.born.size(), 1u);
+    BOOST_TEST(changes.born[0].key.pid == child);
+    BOOST_TEST(changes.born[0].role == Role::worker);
+    BOOST_TEST(changes.born[0].slot == 0);
+    kill(child, SIGTERM);
+    std::this_thread::sleep_for(50ms); // a zombie now: the tracker reads its exit code from stat
+    changes = tracker.scan();
+    BOOST_REQUIRE_EQUAL(changes.exited.size(), 1u);
+    BOOST_REQUIRE(changes.exited[0].exit_status.has_value());
+    BOOST_TEST(WIFSIGNALED(*changes.exited[0].exit_status));
+    BOOST_TEST(WTERMSIG(*changes.exited[0].exit_status) == SIGTERM);
+    waitpid(child, nullptr, 0);
+    BOOST_TEST(tracker.live().empty());
+}
+
+BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process) {
+    // Forces the kernel to hand out the same PID again through /proc/sys/kernel/ns_last_pid.
+    if (geteuid() != 0 || access("/proc/sys/kernel/ns_last_pid", W_OK) != 0) {
+        BOOST_TEST_MESSAGE("skipped: needs root to write /proc/sys/kernel/ns_last_pid");
+        return;
+    }
+    RecordingClock clock;
+    TreeTracker tracker(TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
+                        clock);
+    for (int attempt = 0; attempt < 10; ++attempt) {
+        tracker.scan();
+        pid_t first = fork();
+        if (first == 0) {
+            pause();
+            _exit(0);
+        }
+        auto born = tracker.scan().born;
+        BOOST_REQUIRE_EQUAL(born.size(), 1u);
+        kill(first, SIGKILL);
+        waitpid(first, nullptr, 0);
+        std::this_thread::sleep_for(30ms); // start times have 10 ms resolution
+        {
+            std::ofstream last("/proc/sys/kernel/ns_last_pid");
+            last << first - 1;
+        }
+        pid_t second = fork();
+        if (second == 0) {
+            pause();
+            _exit(0);
+        }
+        if (second != first) { // another process on the machine took it first: try again
+            kill(second, SIGKILL);
+            waitpid(second, nullptr, 0);
+            tracker.scan();
+            continue;
+        }
+        auto changes = tracker.scan();
+        BOOST_REQUIRE_EQUAL(changes.exited.size(), 1u);
+        BOOST_REQUIRE_EQUAL(changes.born.size(), 1u);
+        BOOST_TEST(changes.exited[0].id == born[0].id);
+        BOOST_TEST(changes.born[0].key.pid == first);
+        BOOST_TEST(changes.born[0].id != born[0].id);
+        BOOST_TEST(changes.born[0].key.start_ticks != born[0].key.start_ticks);
+        kill(second, SIGKILL);
+        waitpid(second, nullptr, 0);
+        return;
+    }
+    BOOST_FAIL("could not get the same PID twice in 10 attempts");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
