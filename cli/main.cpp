@@ -40,5 +40,7 @@ int main(int argc, char** argv) {
 }
 
 namespace loaderlens::cli {
-void print_error(const std::string& message) { std::cerr << "loaderlens: " << message << "\n"; }
+void print_error(const std::string& message) {
+    std::cerr << "loaderlens: " << message << "\n";
+}
 } // namespace loaderlens::cli

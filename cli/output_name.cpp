@@ -25,10 +25,18 @@ std::string expand_output_name(const std::string& pattern) {
             out += job && *job ? job : "nojob";
             break;
         }
-        case 'N': out += node_name(); break;
-        case 'p': out += std::to_string(getpid()); break;
-        case '%': out += '%'; break;
-        default: out += '%'; out += pattern[i];
+        case 'N':
+            out += node_name();
+            break;
+        case 'p':
+            out += std::to_string(getpid());
+            break;
+        case '%':
+            out += '%';
+            break;
+        default:
+            out += '%';
+            out += pattern[i];
         }
     }
     return out;

@@ -1,10 +1,9 @@
 // `loaderlens record`: runs a command (or attaches to a PID) and records its process tree.
 #include "commands.hpp"
-#include "output_name.hpp"
-#include "status_line.hpp"
-
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/session.hpp"
+#include "output_name.hpp"
+#include "status_line.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -39,8 +38,10 @@ std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
         std::size_t used = 0;
         double value = std::stod(text, &used);
         std::string unit = text.substr(used);
-        if (unit == "s") value *= 1000;
-        else if (!unit.empty() && unit != "ms") return std::nullopt;
+        if (unit == "s")
+            value *= 1000;
+        else if (!unit.empty() && unit != "ms")
+            return std::nullopt;
         if (value < 1) return std::nullopt;
         return static_cast<std::int64_t>(value);
     } catch (const std::exception&) {
@@ -53,12 +54,14 @@ bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& opti
         std::size_t eq = spec.find('=');
         auto ms = eq == std::string::npos ? std::nullopt : parse_duration_ms(spec.substr(eq + 1));
         std::string tier = spec.substr(0, eq);
-        std::int64_t* target = tier == "fast" ? &options.fast_ms
+        std::int64_t* target = tier == "fast"     ? &options.fast_ms
                                : tier == "rollup" ? &options.rollup_ms
-                               : tier == "maps" ? &options.maps_ms
-                               : tier == "cgroup" ? &options.cgroup_ms : nullptr;
+                               : tier == "maps"   ? &options.maps_ms
+                               : tier == "cgroup" ? &options.cgroup_ms
+                                                  : nullptr;
         if (!target || !ms) {
-            print_error("--interval " + spec + ": expected TIER=DURATION with TIER one of fast, "
+            print_error("--interval " + spec +
+                        ": expected TIER=DURATION with TIER one of fast, "
                         "rollup, maps, cgroup and DURATION like 100ms or 2s");
             return false;
         }
@@ -71,8 +74,10 @@ std::optional<double> parse_budget(const std::string& text) {
     try {
         std::size_t used = 0;
         double value = std::stod(text, &used);
-        if (text.substr(used) == "%") value /= 100;
-        else if (used != text.size()) return std::nullopt;
+        if (text.substr(used) == "%")
+            value /= 100;
+        else if (used != text.size())
+            return std::nullopt;
         if (value <= 0 || value > 1) return std::nullopt;
         return value;
     } catch (const std::exception&) {
@@ -82,7 +87,8 @@ std::optional<double> parse_budget(const std::string& text) {
 
 std::string join(const std::vector<std::string>& words) {
     std::string out;
-    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    for (const auto& w : words)
+        out += (out.empty() ? "" : " ") + w;
     return out;
 }
 
@@ -90,7 +96,8 @@ std::string join(const std::vector<std::string>& words) {
 sigset_t handled_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&set, sig);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD})
+        sigaddset(&set, sig);
     return set;
 }
 
@@ -117,7 +124,8 @@ int run_record(RecordOptions& o) {
     if (!apply_intervals(o.intervals, session_options)) return exit_bad_input;
     auto budget = parse_budget(o.cpu_budget);
     if (!budget) {
-        print_error("--cpu-budget " + o.cpu_budget + ": expected a share of one core like 5% or 0.05");
+        print_error("--cpu-budget " + o.cpu_budget +
+                    ": expected a share of one core like 5% or 0.05");
         return exit_bad_input;
     }
     session_options.cpu_budget = *budget;
@@ -169,9 +177,7 @@ int run_record(RecordOptions& o) {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         const char* user_markers = std::getenv("LOADERLENS_MARKERS");
-        markers_path = user_markers && *user_markers
-                           ? user_markers
-                           : output + ".markers";
+        markers_path = user_markers && *user_markers ? user_markers : output + ".markers";
         if (!user_markers || !*user_markers) {
             int fd = ::open(markers_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd >= 0) ::close(fd);
@@ -181,7 +187,8 @@ int run_record(RecordOptions& o) {
         Launched launched = launch(o.command, {{"LOADERLENS_MARKERS", markers_path}});
         if (launched.exec_errno != 0) {
             recorder.reset();
-            for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((output + suffix).c_str());
+            for (const char* suffix : {"", "-wal", "-shm"})
+                ::unlink((output + suffix).c_str());
             if (!user_markers || !*user_markers) ::unlink(markers_path.c_str());
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
             return exit_code_for_exec_errno(launched.exec_errno);
@@ -242,11 +249,13 @@ int run_record(RecordOptions& o) {
     session.stop();
     status.clear();
 
-    const bool interrupted = attach ? !stop_reason.empty() : !stop_reason.empty() && child_status &&
-                                                                 WIFSIGNALED(*child_status);
+    const bool interrupted =
+        attach ? !stop_reason.empty()
+               : !stop_reason.empty() && child_status && WIFSIGNALED(*child_status);
     if (child_status) {
         recorder->set_meta("exit_status", std::to_string(exit_code_for_wait_status(*child_status)));
-        if (WIFSIGNALED(*child_status)) recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
+        if (WIFSIGNALED(*child_status))
+            recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
     }
     if (!stop_reason.empty()) recorder->set_meta("stop_reason", stop_reason);
     recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
@@ -262,12 +271,14 @@ int run_record(RecordOptions& o) {
 
 Runner add_record(CLI::App& app) {
     auto options = std::make_shared<RecordOptions>();
-    CLI::App* sub = app.add_subcommand("record", "Record the memory of a command's process tree (or of a running PID)");
+    CLI::App* sub = app.add_subcommand(
+        "record", "Record the memory of a command's process tree (or of a running PID)");
     sub->add_option("-o,--output", options->output,
                     "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
         ->capture_default_str();
     sub->add_flag("-f,--force", options->force, "Overwrite an existing recording");
-    sub->add_option("--pid", options->pid, "Attach to a running process and record its tree until it exits or SIGINT");
+    sub->add_option("--pid", options->pid,
+                    "Attach to a running process and record its tree until it exits or SIGINT");
     sub->add_option("--interval", options->intervals,
                     "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s (the defaults)");
     sub->add_option("--cpu-budget", options->cpu_budget, "Recorder CPU budget, share of one core")

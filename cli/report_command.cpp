@@ -1,6 +1,5 @@
 // `loaderlens report` and `loaderlens export`: read a recording (finished or live) and print it.
 #include "commands.hpp"
-
 #include "loaderlens/export.hpp"
 #include "loaderlens/report.hpp"
 
@@ -15,7 +14,8 @@ Runner add_report(CLI::App& app) {
         bool json = false;
     };
     auto o = std::make_shared<Options>();
-    CLI::App* sub = app.add_subcommand("report", "Summarize a recording: processes, mapped files, tree totals");
+    CLI::App* sub =
+        app.add_subcommand("report", "Summarize a recording: processes, mapped files, tree totals");
     sub->add_option("file", o->file, "Recording file")->required();
     sub->add_flag("--json", o->json, "Machine-readable JSON instead of text");
     return [o] {
@@ -54,8 +54,10 @@ Runner add_export(CLI::App& app) {
                 }
             }
             std::ostream& out = o->output.empty() ? std::cout : file;
-            if (o->format == "json") export_json(recording, out);
-            else export_csv(recording, out);
+            if (o->format == "json")
+                export_json(recording, out);
+            else
+                export_csv(recording, out);
             return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());

@@ -17,9 +17,10 @@ void StatusLine::update(const LiveStatus& s) {
     if (!enabled_ || s.elapsed_ms - drawn_ms_ < 1000) return;
     drawn_ms_ = s.elapsed_ms;
     const std::int64_t seconds = s.elapsed_ms / 1000;
-    std::string line = fmt::format("loaderlens {:02}:{:02}:{:02}  {} processes  ΣRSS {}  ΣPSS {}  -> {}",
-                                   seconds / 3600, seconds / 60 % 60, seconds % 60, s.processes,
-                                   human_kib(s.total_rss), human_kib(s.total_pss), output_);
+    std::string line =
+        fmt::format("loaderlens {:02}:{:02}:{:02}  {} processes  ΣRSS {}  ΣPSS {}  -> {}",
+                    seconds / 3600, seconds / 60 % 60, seconds % 60, s.processes,
+                    human_kib(s.total_rss), human_kib(s.total_pss), output_);
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
 }

@@ -8,12 +8,12 @@
 namespace loaderlens::cli {
 
 class StatusLine {
-public:
+  public:
     StatusLine(bool enabled, std::string output) : enabled_(enabled), output_(std::move(output)) {}
     void update(const LiveStatus& status); // redraws at most once a second
     void clear();
 
-private:
+  private:
     bool enabled_;
     std::string output_;
     std::int64_t drawn_ms_ = -1000;

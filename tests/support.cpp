@@ -32,7 +32,8 @@ void make_file(const std::string& path, std::size_t bytes) {
     std::mt19937_64 random(42);
     std::vector<std::uint64_t> block(8192);
     for (std::size_t written = 0; written < bytes;) {
-        for (auto& word : block) word = random() | 1;
+        for (auto& word : block)
+            word = random() | 1;
         std::size_t n = std::min(bytes - written, block.size() * sizeof(std::uint64_t));
         out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
         written += n;
@@ -47,7 +48,8 @@ Child::Child(const std::vector<std::string>& argv, bool own_process_group) {
         if (own_process_group) setpgid(0, 0);
         dup2(pipe_fds[1], STDOUT_FILENO);
         std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        for (const auto& a : argv)
+            args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
         execvp(args[0], args.data());
         _exit(127);
@@ -110,7 +112,8 @@ RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
         int null = open("/dev/null", O_RDONLY);
         dup2(null, STDIN_FILENO);
         std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        for (const auto& a : argv)
+            args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
         execvp(args[0], args.data());
         _exit(127);
@@ -137,17 +140,30 @@ RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
     return result;
 }
 
-std::string cli_path() { return LOADERLENS_CLI_PATH; }
-std::string workload_path() { return LOADERLENS_WORKLOAD_PATH; }
+std::string cli_path() {
+    return LOADERLENS_CLI_PATH;
+}
+std::string workload_path() {
+    return LOADERLENS_WORKLOAD_PATH;
+}
 
-std::vector<std::string> workload(const std::string& file, int workers, long anon_mib, int generations,
-                                  long hold_ms) {
-    return {workload_path(), "--file", file, "--workers", std::to_string(workers), "--anon-mib",
-            std::to_string(anon_mib), "--generations", std::to_string(generations), "--hold-ms",
+std::vector<std::string> workload(const std::string& file, int workers, long anon_mib,
+                                  int generations, long hold_ms) {
+    return {workload_path(),
+            "--file",
+            file,
+            "--workers",
+            std::to_string(workers),
+            "--anon-mib",
+            std::to_string(anon_mib),
+            "--generations",
+            std::to_string(generations),
+            "--hold-ms",
             std::to_string(hold_ms)};
 }
 
-std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected, milliseconds timeout) {
+std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,
+                                     milliseconds timeout) {
     const auto deadline = steady_clock::now() + timeout;
     for (;;) {
         tracker.scan();

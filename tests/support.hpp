@@ -14,13 +14,13 @@ namespace loaderlens::test {
 
 // A directory removed with everything in it when the object goes.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     const std::filesystem::path& path() const { return path_; }
     std::string file(const std::string& name) const { return (path_ / name).string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -29,7 +29,7 @@ void make_file(const std::string& path, std::size_t bytes);
 
 // A child process with its stdout on a pipe; killed (whole process group) when the object goes.
 class Child {
-public:
+  public:
     Child(const std::vector<std::string>& argv, bool own_process_group = true);
     ~Child();
     pid_t pid() const { return pid_; }
@@ -39,7 +39,7 @@ public:
     std::optional<int> wait(std::chrono::milliseconds timeout);
     const std::string& output() const { return output_; }
 
-private:
+  private:
     pid_t pid_ = -1;
     int stdout_fd_ = -1;
     bool reaped_ = false;
@@ -52,7 +52,8 @@ struct RunResult {
     std::string out, err;
 };
 // Runs a command to completion, capturing stdout and stderr.
-RunResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+RunResult run(const std::vector<std::string>& argv,
+              std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 std::string cli_path();
 std::string workload_path();
@@ -70,6 +71,10 @@ constexpr std::int64_t mib_kb = 1024;
 
 #include <ostream>
 namespace loaderlens { // so that Boost.Test can print them in failure messages
-inline std::ostream& operator<<(std::ostream& out, Role role) { return out << to_string(role); }
-inline std::ostream& operator<<(std::ostream& out, MappingKind kind) { return out << to_string(kind); }
+inline std::ostream& operator<<(std::ostream& out, Role role) {
+    return out << to_string(role);
+}
+inline std::ostream& operator<<(std::ostream& out, MappingKind kind) {
+    return out << to_string(kind);
+}
 } // namespace loaderlens

@@ -32,7 +32,8 @@ bool one_line(const std::string& text) {
 
 std::int64_t unix_ms_now() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch()).count();
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 } // namespace
@@ -71,7 +72,8 @@ BOOST_AUTO_TEST_CASE(record_report_export_with_generations) {
     BOOST_TEST(json["processes"].size() == 7u);
     BOOST_TEST(json["totals"]["peak_sum_rss"]["kib"].get<std::int64_t>() > 2 * 8 * 1024);
     auto csv = run({cli_path(), "export", "--format", "csv", out});
-    BOOST_TEST(csv.out.starts_with("t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n"));
+    BOOST_TEST(csv.out.starts_with(
+        "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n"));
     BOOST_TEST(csv.out.find(",smaps_rollup,") != std::string::npos);
     auto exported = nlohmann::json::parse(run({cli_path(), "export", "--format", "json", out}).out);
     BOOST_TEST(exported["series"]["fast"].size() > 10u);
@@ -130,7 +132,8 @@ BOOST_AUTO_TEST_CASE(sigkill_leaves_a_readable_recording) {
 
     // The workload's workers die with it (PR_SET_PDEATHSIG); reap all three.
     kill(static_cast<pid_t>(std::stoll(rec.meta("root_pid"))), SIGKILL);
-    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
+    for (auto deadline = std::chrono::steady_clock::now() + 5s;
+         std::chrono::steady_clock::now() < deadline;) {
         if (waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) break;
         std::this_thread::sleep_for(10ms);
     }
@@ -153,7 +156,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_an_exit_code) {
         BOOST_TEST(one_line(r.err), "stderr: " << r.err);
         BOOST_TEST(r.err.find(words) != std::string::npos, "stderr: " << r.err);
     };
-    expect(run({cli_path(), "record", "-o", dir.file("p.db"), "--pid", "999999"}), 2, "no such process");
+    expect(run({cli_path(), "record", "-o", dir.file("p.db"), "--pid", "999999"}), 2,
+           "no such process");
     BOOST_TEST(!std::filesystem::exists(dir.file("p.db")));
     expect(run(record_argv(dir.file("c.db"), {"/no/such/command"})), 127, "/no/such/command");
     BOOST_TEST(!std::filesystem::exists(dir.file("c.db")));
@@ -166,13 +170,15 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_an_exit_code) {
 
     BOOST_TEST(run(record_argv(dir.file("e.db"), {"true"})).exit_code == 0);
     expect(run(record_argv(dir.file("e.db"), {"true"})), 2, "file exists");
-    BOOST_TEST(run({cli_path(), "record", "-q", "--force", "-o", dir.file("e.db"), "--", "true"}).exit_code == 0);
+    BOOST_TEST(run({cli_path(), "record", "-q", "--force", "-o", dir.file("e.db"), "--", "true"})
+                   .exit_code == 0);
 
     std::ofstream(dir.file("notes.txt")) << "not a recording\n";
     expect(run({cli_path(), "report", dir.file("notes.txt")}), 2, "not a loaderlens recording");
     expect(run({cli_path(), "report", dir.file("missing.db")}), 2, "No such file");
     std::filesystem::copy_file(dir.file("e.db"), dir.file("cut.db"));
-    std::filesystem::resize_file(dir.file("cut.db"), std::filesystem::file_size(dir.file("e.db")) / 2);
+    std::filesystem::resize_file(dir.file("cut.db"),
+                                 std::filesystem::file_size(dir.file("e.db")) / 2);
     expect(run({cli_path(), "report", dir.file("cut.db")}), 2, "damaged or truncated");
     expect(run({cli_path(), "export", "--format", "xml", dir.file("e.db")}), 2, "--format");
 }
@@ -183,7 +189,8 @@ BOOST_AUTO_TEST_CASE(attach_to_a_running_pid) {
     make_file(data, 4 << 20);
     Child target(workload(data, 2, 1, 1, 2500));
     BOOST_REQUIRE(target.wait_for_line("ready", 20s));
-    auto result = run({cli_path(), "record", "-q", "-o", out, "--pid", std::to_string(target.pid())});
+    auto result =
+        run({cli_path(), "record", "-q", "-o", out, "--pid", std::to_string(target.pid())});
     BOOST_TEST(result.exit_code == 0, result.err);
     Recording rec(out);
     BOOST_TEST(rec.meta("mode") == "attach");

@@ -95,7 +95,8 @@ BOOST_AUTO_TEST_CASE(smaps_aggregation_keeps_totals) {
     }
     auto objects = aggregate_smaps(text, 0);
     auto has = [&](MappingKind kind) {
-        return std::any_of(objects.begin(), objects.end(), [&](const auto& o) { return o.kind == kind; });
+        return std::any_of(objects.begin(), objects.end(),
+                           [&](const auto& o) { return o.kind == kind; });
     };
     BOOST_TEST(has(MappingKind::heap));
     BOOST_TEST(has(MappingKind::stack));

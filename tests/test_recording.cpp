@@ -40,8 +40,13 @@ SampleBatch example_batch() {
     r.private_clean = 10;
     r.private_dirty = 990;
     b.rollup.push_back(r);
-    MapsSample m{2, {MappedObject{.kind = MappingKind::file, .path = "/data/x.npy", .inode = 7,
-                                  .size_kb = 4096, .rss_kb = 4000, .pss_kb = 1000}}};
+    MapsSample m{2,
+                 {MappedObject{.kind = MappingKind::file,
+                               .path = "/data/x.npy",
+                               .inode = 7,
+                               .size_kb = 4096,
+                               .rss_kb = 4000,
+                               .pss_kb = 1000}}};
     b.maps.push_back(m);
     b.markers.push_back({100, "env-file", "epoch 1"});
     b.unavailable.push_back({2, "rollup", "smaps_rollup: permission denied"});

@@ -33,9 +33,8 @@ struct KnownTree {
         make_file(data, static_cast<std::size_t>(file_kb) * 1024);
         child = std::make_unique<Child>(workload(data, workers, anon_kb / mib_kb));
         BOOST_REQUIRE(child->wait_for_line("ready", std::chrono::seconds(20)));
-        tracker = std::make_unique<TreeTracker>(TrackerOptions{.scan_root = child->pid(),
-                                                               .main_pid = child->pid()},
-                                                clock);
+        tracker = std::make_unique<TreeTracker>(
+            TrackerOptions{.scan_root = child->pid(), .main_pid = child->pid()}, clock);
         live = track_until(*tracker, workers + 1);
         BOOST_REQUIRE_EQUAL(live.size(), std::size_t{workers + 1});
     }

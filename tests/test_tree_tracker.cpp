@@ -38,17 +38,20 @@ BOOST_AUTO_TEST_CASE(finds_grandchildren_with_roles) {
     BOOST_TEST(helpers == 2);
 
     // --worker-match turns the grandchildren into workers too (forkserver-style trees).
-    TreeTracker matching(TrackerOptions{.scan_root = child.pid(), .main_pid = child.pid(),
+    TreeTracker matching(TrackerOptions{.scan_root = child.pid(),
+                                        .main_pid = child.pid(),
                                         .worker_match = "loaderlens-test"},
                          clock);
     auto all = track_until(matching, 5);
-    BOOST_TEST(std::count_if(all.begin(), all.end(), [](auto& p) { return p.role == Role::worker; }) == 4);
+    BOOST_TEST(
+        std::count_if(all.begin(), all.end(), [](auto& p) { return p.role == Role::worker; }) == 4);
 }
 
 BOOST_AUTO_TEST_CASE(births_exits_and_exit_status) {
     RecordingClock clock;
-    TreeTracker tracker(TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
-                        clock);
+    TreeTracker tracker(
+        TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
+        clock);
     tracker.scan();
     pid_t child = fork();
     if (child == 0) {
@@ -78,8 +81,9 @@ BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process) {
         return;
     }
     RecordingClock clock;
-    TreeTracker tracker(TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
-                        clock);
+    TreeTracker tracker(
+        TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
+        clock);
     for (int attempt = 0; attempt < 10; ++attempt) {
         tracker.scan();
         pid_t first = fork();

@@ -28,7 +28,8 @@ std::vector<Mount> cgroup_mounts() {
         std::istringstream words(line);
         std::string id, parent, dev, root, point, options, word;
         words >> id >> parent >> dev >> root >> point >> options;
-        while (words >> word && word != "-") {}
+        while (words >> word && word != "-") {
+        }
         Mount mount{root, point, "", ""};
         std::string source;
         words >> mount.fstype >> source >> mount.super_options;
@@ -48,7 +49,8 @@ bool has_option(const std::string& options, const std::string& wanted) {
 std::string join_under(const Mount& mount, const std::string& cgroup_path) {
     // The mount's root is the part of the hierarchy it shows (a container sees its own subtree).
     std::string relative = cgroup_path;
-    if (mount.root != "/" && relative.starts_with(mount.root)) relative = relative.substr(mount.root.size());
+    if (mount.root != "/" && relative.starts_with(mount.root))
+        relative = relative.substr(mount.root.size());
     return mount.point + (relative == "/" ? "" : relative);
 }
 
@@ -103,21 +105,30 @@ std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why) 
         std::string hierarchy = line.substr(0, first);
         std::string controllers = line.substr(first + 1, second - first - 1);
         std::string path = line.substr(second + 1);
-        if (hierarchy == "0" && controllers.empty()) v2_path = path;
-        else if (has_option(controllers, "memory")) v1_path = path;
+        if (hierarchy == "0" && controllers.empty())
+            v2_path = path;
+        else if (has_option(controllers, "memory"))
+            v1_path = path;
     }
     const auto mounts = cgroup_mounts();
     for (const Mount& mount : mounts) {
         if (mount.fstype != "cgroup2" || v2_path.empty()) continue;
         std::string dir = join_under(mount, v2_path);
-        if (access((dir + "/memory.current").c_str(), R_OK) == 0) return CgroupLocation{"v2", v2_path, dir};
+        if (access((dir + "/memory.current").c_str(), R_OK) == 0)
+            return CgroupLocation{"v2", v2_path, dir};
     }
     for (const Mount& mount : mounts) {
-        if (mount.fstype != "cgroup" || v1_path.empty() || !has_option(mount.super_options, "memory")) continue;
+        if (mount.fstype != "cgroup" || v1_path.empty() ||
+            !has_option(mount.super_options, "memory"))
+            continue;
         std::string dir = join_under(mount, v1_path);
-        if (access((dir + "/memory.usage_in_bytes").c_str(), R_OK) == 0) return CgroupLocation{"v1", v1_path, dir};
+        if (access((dir + "/memory.usage_in_bytes").c_str(), R_OK) == 0)
+            return CgroupLocation{"v1", v1_path, dir};
     }
-    if (why) *why = "no readable memory cgroup (no v2 memory.current, no v1 memory controller) for PID " + std::to_string(pid);
+    if (why)
+        *why =
+            "no readable memory cgroup (no v2 memory.current, no v1 memory controller) for PID " +
+            std::to_string(pid);
     return std::nullopt;
 }
 
@@ -138,7 +149,8 @@ CgroupSample read_cgroup(const CgroupLocation& where) {
             s.active_file = stat_kib(*stat, {"active_file"});
             s.inactive_file = stat_kib(*stat, {"inactive_file"});
         }
-        if (auto events = read_text_file(d + "/memory.events")) s.oom_kill = read_keyed(*events, "oom_kill");
+        if (auto events = read_text_file(d + "/memory.events"))
+            s.oom_kill = read_keyed(*events, "oom_kill");
     } else {
         s.usage = read_bytes_as_kib(d + "/memory.usage_in_bytes");
         s.peak = read_bytes_as_kib(d + "/memory.max_usage_in_bytes");
@@ -154,10 +166,12 @@ CgroupSample read_cgroup(const CgroupLocation& where) {
         }
         if (auto failcnt = read_text_file(d + "/memory.failcnt")) {
             std::int64_t count = 0;
-            if (std::from_chars(failcnt->data(), failcnt->data() + failcnt->size(), count).ec == std::errc{})
+            if (std::from_chars(failcnt->data(), failcnt->data() + failcnt->size(), count).ec ==
+                std::errc{})
                 s.failcnt = count;
         }
-        if (auto oom = read_text_file(d + "/memory.oom_control")) s.oom_kill = read_keyed(*oom, "oom_kill");
+        if (auto oom = read_text_file(d + "/memory.oom_control"))
+            s.oom_kill = read_keyed(*oom, "oom_kill");
     }
     return s;
 }
@@ -174,7 +188,7 @@ SystemSample read_system() {
         }};
         parse_kb_fields(*text, fields);
     }
-    struct statvfs fs{};
+    struct statvfs fs {};
     if (statvfs("/dev/shm", &fs) == 0) {
         const std::int64_t block = static_cast<std::int64_t>(fs.f_frsize);
         s.devshm_size = static_cast<std::int64_t>(fs.f_blocks) * block / 1024;

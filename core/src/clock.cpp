@@ -13,8 +13,12 @@ std::int64_t read_clock(clockid_t id) {
 }
 } // namespace
 
-std::int64_t boottime_ns() { return read_clock(CLOCK_BOOTTIME); }
-std::int64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
+std::int64_t boottime_ns() {
+    return read_clock(CLOCK_BOOTTIME);
+}
+std::int64_t realtime_ns() {
+    return read_clock(CLOCK_REALTIME);
+}
 long clock_ticks_per_second() {
     static const long ticks = sysconf(_SC_CLK_TCK);
     return ticks;
@@ -22,7 +26,9 @@ long clock_ticks_per_second() {
 
 RecordingClock::RecordingClock() : start_boot_ns_(boottime_ns()), start_unix_ns_(realtime_ns()) {}
 
-std::int64_t RecordingClock::now_ms() const { return (boottime_ns() - start_boot_ns_) / 1'000'000; }
+std::int64_t RecordingClock::now_ms() const {
+    return (boottime_ns() - start_boot_ns_) / 1'000'000;
+}
 
 std::int64_t RecordingClock::ticks_to_ms(std::uint64_t start_ticks) const {
     const std::int64_t start_ns =

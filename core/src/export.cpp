@@ -10,24 +10,29 @@ namespace {
 
 using nlohmann::json;
 
-json value(const Kib& v) { return v ? json(*v) : json(nullptr); }
+json value(const Kib& v) {
+    return v ? json(*v) : json(nullptr);
+}
 
 std::string csv_quote(const std::string& text) {
     if (text.find_first_of(",\"\n") == std::string::npos) return text;
     std::string out = "\"";
-    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    for (char c : text)
+        out += c == '"' ? std::string("\"\"") : std::string(1, c);
     return out + "\"";
 }
 
 class CsvWriter {
-public:
+  public:
     CsvWriter(const Recording& recording, std::ostream& out) : out_(out) {
-        for (auto& p : recording.processes()) processes_.emplace(p.id, std::move(p));
-        for (auto& o : recording.objects()) objects_.emplace(o.id, std::move(o));
+        for (auto& p : recording.processes())
+            processes_.emplace(p.id, std::move(p));
+        for (auto& o : recording.objects())
+            objects_.emplace(o.id, std::move(o));
         out_ << "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n";
     }
-    void row(std::int64_t t_ms, const char* source, std::int64_t process_id, const std::string& object,
-             const char* metric, const Kib& v) {
+    void row(std::int64_t t_ms, const char* source, std::int64_t process_id,
+             const std::string& object, const char* metric, const Kib& v) {
         std::string who = ",,,,";
         if (auto it = processes_.find(process_id); it != processes_.end()) {
             const ProcessInfo& p = it->second;
@@ -35,8 +40,8 @@ public:
                               p.slot >= 0 ? std::to_string(p.slot) : "",
                               p.generation >= 0 ? std::to_string(p.generation) : "");
         }
-        out_ << fmt::format("{:.3f},{},{},{},{},{}\n", static_cast<double>(t_ms) / 1000.0, source, who,
-                            csv_quote(object), metric, v ? std::to_string(*v) : "");
+        out_ << fmt::format("{:.3f},{},{},{},{},{}\n", static_cast<double>(t_ms) / 1000.0, source,
+                            who, csv_quote(object), metric, v ? std::to_string(*v) : "");
     }
     std::string object_name(std::int64_t id) const {
         auto it = objects_.find(id);
@@ -44,7 +49,7 @@ public:
         return it->second.path.empty() ? to_string(it->second.kind) : it->second.path;
     }
 
-private:
+  private:
     std::ostream& out_;
     std::unordered_map<std::int64_t, ProcessInfo> processes_;
     std::unordered_map<std::int64_t, ObjectInfo> objects_;
@@ -62,12 +67,19 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, "status", s.process_id, "", "swap", s.swap);
     }
     for (const auto& [t, s] : recording.rollup()) {
-        const std::pair<const char*, Kib> figures[] = {
-            {"pss", s.pss}, {"pss_anon", s.pss_anon}, {"pss_file", s.pss_file}, {"pss_shmem", s.pss_shmem},
-            {"uss", s.uss()}, {"shared_clean", s.shared_clean}, {"shared_dirty", s.shared_dirty},
-            {"private_clean", s.private_clean}, {"private_dirty", s.private_dirty}, {"swap_pss", s.swap_pss},
-            {"locked", s.locked}};
-        for (const auto& [name, v] : figures) csv.row(t, "smaps_rollup", s.process_id, "", name, v);
+        const std::pair<const char*, Kib> figures[] = {{"pss", s.pss},
+                                                       {"pss_anon", s.pss_anon},
+                                                       {"pss_file", s.pss_file},
+                                                       {"pss_shmem", s.pss_shmem},
+                                                       {"uss", s.uss()},
+                                                       {"shared_clean", s.shared_clean},
+                                                       {"shared_dirty", s.shared_dirty},
+                                                       {"private_clean", s.private_clean},
+                                                       {"private_dirty", s.private_dirty},
+                                                       {"swap_pss", s.swap_pss},
+                                                       {"locked", s.locked}};
+        for (const auto& [name, v] : figures)
+            csv.row(t, "smaps_rollup", s.process_id, "", name, v);
     }
     for (const auto& m : recording.maps()) {
         const std::string object = csv.object_name(m.object_id);
@@ -98,50 +110,86 @@ void export_json(const Recording& recording, std::ostream& out) {
     j["meta"] = recording.all_meta();
     j["processes"] = json::array();
     for (const auto& p : recording.processes())
-        j["processes"].push_back({{"id", p.id}, {"pid", p.key.pid}, {"ppid", p.ppid}, {"comm", p.comm},
-                                  {"cmdline", p.cmdline}, {"role", to_string(p.role)},
-                                  {"slot", p.slot >= 0 ? json(p.slot) : json(nullptr)},
-                                  {"generation", p.generation >= 0 ? json(p.generation) : json(nullptr)},
-                                  {"birth_ms", p.birth_ms}, {"exit_ms", value(p.exit_ms)},
-                                  {"exit_status", p.exit_status ? json(*p.exit_status) : json(nullptr)}});
+        j["processes"].push_back(
+            {{"id", p.id},
+             {"pid", p.key.pid},
+             {"ppid", p.ppid},
+             {"comm", p.comm},
+             {"cmdline", p.cmdline},
+             {"role", to_string(p.role)},
+             {"slot", p.slot >= 0 ? json(p.slot) : json(nullptr)},
+             {"generation", p.generation >= 0 ? json(p.generation) : json(nullptr)},
+             {"birth_ms", p.birth_ms},
+             {"exit_ms", value(p.exit_ms)},
+             {"exit_status", p.exit_status ? json(*p.exit_status) : json(nullptr)}});
     j["objects"] = json::array();
     for (const auto& o : recording.objects())
-        j["objects"].push_back({{"id", o.id}, {"kind", to_string(o.kind)}, {"path", o.path},
-                                {"inode", o.inode}, {"size_bytes", value(o.size_bytes)}});
+        j["objects"].push_back({{"id", o.id},
+                                {"kind", to_string(o.kind)},
+                                {"path", o.path},
+                                {"inode", o.inode},
+                                {"size_bytes", value(o.size_bytes)}});
     json& series = j["series"];
     series["fast"] = json::array();
     for (const auto& [t, s] : recording.fast())
-        series["fast"].push_back({{"t_ms", t}, {"process_id", s.process_id}, {"rss", value(s.rss)},
-                                  {"anon", value(s.rss_anon)}, {"file", value(s.rss_file)},
-                                  {"shmem", value(s.rss_shmem)}, {"swap", value(s.swap)}});
+        series["fast"].push_back({{"t_ms", t},
+                                  {"process_id", s.process_id},
+                                  {"rss", value(s.rss)},
+                                  {"anon", value(s.rss_anon)},
+                                  {"file", value(s.rss_file)},
+                                  {"shmem", value(s.rss_shmem)},
+                                  {"swap", value(s.swap)}});
     series["rollup"] = json::array();
     for (const auto& [t, s] : recording.rollup())
-        series["rollup"].push_back({{"t_ms", t}, {"process_id", s.process_id}, {"pss", value(s.pss)},
-                                    {"pss_anon", value(s.pss_anon)}, {"pss_file", value(s.pss_file)},
-                                    {"pss_shmem", value(s.pss_shmem)}, {"uss", value(s.uss())},
-                                    {"shared_clean", value(s.shared_clean)}, {"shared_dirty", value(s.shared_dirty)},
-                                    {"private_clean", value(s.private_clean)}, {"private_dirty", value(s.private_dirty)},
-                                    {"swap", value(s.swap)}, {"swap_pss", value(s.swap_pss)}, {"locked", value(s.locked)}});
+        series["rollup"].push_back({{"t_ms", t},
+                                    {"process_id", s.process_id},
+                                    {"pss", value(s.pss)},
+                                    {"pss_anon", value(s.pss_anon)},
+                                    {"pss_file", value(s.pss_file)},
+                                    {"pss_shmem", value(s.pss_shmem)},
+                                    {"uss", value(s.uss())},
+                                    {"shared_clean", value(s.shared_clean)},
+                                    {"shared_dirty", value(s.shared_dirty)},
+                                    {"private_clean", value(s.private_clean)},
+                                    {"private_dirty", value(s.private_dirty)},
+                                    {"swap", value(s.swap)},
+                                    {"swap_pss", value(s.swap_pss)},
+                                    {"locked", value(s.locked)}});
     series["maps"] = json::array();
     for (const auto& m : recording.maps())
-        series["maps"].push_back({{"t_ms", m.t_ms}, {"process_id", m.process_id}, {"object_id", m.object_id},
-                                  {"rss", m.figures.rss_kb}, {"pss", m.figures.pss_kb},
+        series["maps"].push_back({{"t_ms", m.t_ms},
+                                  {"process_id", m.process_id},
+                                  {"object_id", m.object_id},
+                                  {"rss", m.figures.rss_kb},
+                                  {"pss", m.figures.pss_kb},
                                   {"private_clean", m.figures.private_clean_kb},
                                   {"private_dirty", m.figures.private_dirty_kb},
                                   {"shared_clean", m.figures.shared_clean_kb},
-                                  {"shared_dirty", m.figures.shared_dirty_kb}, {"swap", m.figures.swap_kb}});
+                                  {"shared_dirty", m.figures.shared_dirty_kb},
+                                  {"swap", m.figures.swap_kb}});
     series["cgroup"] = json::array();
     for (const auto& [t, c] : recording.cgroup())
-        series["cgroup"].push_back({{"t_ms", t}, {"version", c.version}, {"usage", value(c.usage)},
-                                    {"peak", value(c.peak)}, {"limit", value(c.limit)}, {"unlimited", c.unlimited},
-                                    {"anon", value(c.anon)}, {"file", value(c.file)}, {"shmem", value(c.shmem)},
-                                    {"file_mapped", value(c.file_mapped)}, {"active_file", value(c.active_file)},
-                                    {"inactive_file", value(c.inactive_file)}, {"oom_kill", value(c.oom_kill)}});
+        series["cgroup"].push_back({{"t_ms", t},
+                                    {"version", c.version},
+                                    {"usage", value(c.usage)},
+                                    {"peak", value(c.peak)},
+                                    {"limit", value(c.limit)},
+                                    {"unlimited", c.unlimited},
+                                    {"anon", value(c.anon)},
+                                    {"file", value(c.file)},
+                                    {"shmem", value(c.shmem)},
+                                    {"file_mapped", value(c.file_mapped)},
+                                    {"active_file", value(c.active_file)},
+                                    {"inactive_file", value(c.inactive_file)},
+                                    {"oom_kill", value(c.oom_kill)}});
     series["system"] = json::array();
     for (const auto& [t, s] : recording.system())
-        series["system"].push_back({{"t_ms", t}, {"mem_total", value(s.mem_total)},
-                                    {"mem_available", value(s.mem_available)}, {"cached", value(s.cached)},
-                                    {"shmem", value(s.shmem)}, {"devshm_used", value(s.devshm_used)}});
+        series["system"].push_back({{"t_ms", t},
+                                    {"mem_total", value(s.mem_total)},
+                                    {"mem_available", value(s.mem_available)},
+                                    {"cached", value(s.cached)},
+                                    {"shmem", value(s.shmem)},
+                                    {"devshm_used", value(s.devshm_used)}});
     j["markers"] = json::array();
     for (const auto& m : recording.markers())
         j["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});

@@ -50,16 +50,20 @@ void FastSampler::sample(const std::vector<ProcessInfo>& live, std::int64_t now_
             if (state.statm_fd < 0 && errno != ENOENT && errno != ESRCH)
                 problems.push_back({info.id, "fast", unavailable_reason("statm", errno)});
         }
-        if (state.statm_fd < 0) continue; // gone before we could look
+        if (state.statm_fd < 0) continue;                        // gone before we could look
         if (pread_whole(state.statm_fd, buffer_) <= 0) continue; // exited since the tree scan
         auto statm = parse_statm(buffer_);
-        if (!statm) continue;
+        // An exiting process whose memory is already torn down (or a zombie) reads as all zeros:
+        // it has no figures any more, and a row of zeros would be a lie.
+        if (!statm || statm->size_pages == 0) continue;
 
         FastSample sample;
         sample.process_id = info.id;
         sample.rss = statm->resident_pages * page_kb;
-        const bool moved = statm->resident_pages != state.resident || statm->shared_pages != state.shared;
-        if (state.status_fd >= 0 && (moved || now_ms - state.status_read_ms >= status_max_age_ms_)) {
+        const bool moved =
+            statm->resident_pages != state.resident || statm->shared_pages != state.shared;
+        if (state.status_fd >= 0 &&
+            (moved || now_ms - state.status_read_ms >= status_max_age_ms_)) {
             if (pread_whole(state.status_fd, buffer_) > 0) {
                 FastSample split;
                 parse_status_memory(buffer_, split);

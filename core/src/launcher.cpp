@@ -36,7 +36,8 @@ Launched launch(const std::vector<std::string>& argv,
         return result;
     }
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
 
     pid_t pid = fork();
@@ -53,7 +54,8 @@ Launched launch(const std::vector<std::string>& argv,
         for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE})
             signal(sig, SIG_DFL);
         if (nofile_raised) setrlimit(RLIMIT_NOFILE, &original_nofile);
-        for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
+        for (const auto& [name, value] : extra_env)
+            setenv(name.c_str(), value.c_str(), 1);
         execvp(args[0], args.data());
         int error = errno;
         ssize_t ignored = write(report[1], &error, sizeof error);
@@ -63,7 +65,8 @@ Launched launch(const std::vector<std::string>& argv,
     close(report[1]);
     int error = 0;
     ssize_t n;
-    do n = read(report[0], &error, sizeof error);
+    do
+        n = read(report[0], &error, sizeof error);
     while (n < 0 && errno == EINTR);
     close(report[0]);
     result.pid = pid;

@@ -77,14 +77,22 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
         if (colon == std::string_view::npos) continue;
         std::string_view name = line.substr(0, colon);
         std::int64_t* field = nullptr;
-        if (name == "Size") field = &current->size_kb;
-        else if (name == "Rss") field = &current->rss_kb;
-        else if (name == "Pss") field = &current->pss_kb;
-        else if (name == "Shared_Clean") field = &current->shared_clean_kb;
-        else if (name == "Shared_Dirty") field = &current->shared_dirty_kb;
-        else if (name == "Private_Clean") field = &current->private_clean_kb;
-        else if (name == "Private_Dirty") field = &current->private_dirty_kb;
-        else if (name == "Swap") field = &current->swap_kb;
+        if (name == "Size")
+            field = &current->size_kb;
+        else if (name == "Rss")
+            field = &current->rss_kb;
+        else if (name == "Pss")
+            field = &current->pss_kb;
+        else if (name == "Shared_Clean")
+            field = &current->shared_clean_kb;
+        else if (name == "Shared_Dirty")
+            field = &current->shared_dirty_kb;
+        else if (name == "Private_Clean")
+            field = &current->private_clean_kb;
+        else if (name == "Private_Dirty")
+            field = &current->private_dirty_kb;
+        else if (name == "Swap")
+            field = &current->swap_kb;
         if (!field) continue;
         std::string_view value = line.substr(colon + 1);
         value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
@@ -113,7 +121,8 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
         out.push_back(std::move(object));
     }
     if (any_small) out.push_back(std::move(small_files));
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rss_kb > b.rss_kb; });
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.rss_kb > b.rss_kb; });
     return out;
 }
 

@@ -8,7 +8,7 @@ namespace loaderlens {
 
 std::vector<Marker> MarkerTail::poll(std::int64_t now_ms) {
     std::vector<Marker> markers;
-    struct stat st{};
+    struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) return markers;
     if (st.st_size < offset_) { // truncated or replaced: start over
         offset_ = 0;
@@ -27,7 +27,8 @@ std::vector<Marker> MarkerTail::poll(std::int64_t now_ms) {
     std::size_t start = 0, eol;
     while ((eol = partial_.find('\n', start)) != std::string::npos) {
         std::string line = partial_.substr(start, eol - start);
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+            line.pop_back();
         if (!line.empty()) markers.push_back({now_ms, "env-file", line});
         start = eol + 1;
     }

@@ -39,8 +39,8 @@ long pread_whole(int fd, std::string& buffer) {
     buffer.resize(buffer.capacity());
     std::size_t used = 0;
     for (;;) {
-        ssize_t n = ::pread(fd, buffer.data() + used, buffer.size() - used,
-                            static_cast<off_t>(used));
+        ssize_t n =
+            ::pread(fd, buffer.data() + used, buffer.size() - used, static_cast<off_t>(used));
         if (n < 0) {
             if (errno == EINTR) continue;
             return -errno;
@@ -89,10 +89,14 @@ std::optional<StatFields> parse_stat(std::string_view text) {
     // Field 3 is the state; fields are counted from 1 with pid=1, comm=2.
     int field = 3;
     for (std::string_view token = next_token(rest); !token.empty(); token = next_token(rest)) {
-        if (field == 3) fields.state = token[0];
-        else if (field == 4 && !to_number(token, fields.ppid)) return std::nullopt;
-        else if (field == 22 && !to_number(token, fields.start_ticks)) return std::nullopt;
-        else if (field == 52) to_number(token, fields.exit_code);
+        if (field == 3)
+            fields.state = token[0];
+        else if (field == 4 && !to_number(token, fields.ppid))
+            return std::nullopt;
+        else if (field == 22 && !to_number(token, fields.start_ticks))
+            return std::nullopt;
+        else if (field == 52)
+            to_number(token, fields.exit_code);
         ++field;
     }
     if (field <= 22) return std::nullopt;

@@ -51,7 +51,8 @@ struct Recorder::Statements {
         : meta(db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")),
           insert_process(db.prepare(
               "INSERT INTO processes(id, pid, start_ticks, ppid, parent_id, comm, cmdline, role, "
-              "slot, generation, birth_ms, exit_ms, exit_status) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+              "slot, generation, birth_ms, exit_ms, exit_status) "
+              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")),
           update_process(db.prepare(
               "UPDATE processes SET ppid=?4, parent_id=?5, comm=?6, cmdline=?7, role=?8, slot=?9, "
               "generation=?10, birth_ms=?11, exit_ms=?12, exit_status=?13 WHERE id=?1 AND pid=?2 "
@@ -71,14 +72,14 @@ struct Recorder::Statements {
 
 Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
     if (overwrite) {
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+            ::unlink((path + suffix).c_str());
     }
     // Create the file ourselves first: open(2) names the real problem (exists, no such directory,
     // permission denied) better than SQLite's "unable to open database file".
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-        if (errno == EEXIST)
-            throw RecorderError(path + ": file exists (use --force to overwrite)");
+        if (errno == EEXIST) throw RecorderError(path + ": file exists (use --force to overwrite)");
         throw RecorderError(path + ": cannot create: " + std::strerror(errno));
     }
     ::close(fd);
@@ -125,8 +126,10 @@ std::int64_t Recorder::object_id(const MappedObject& object) {
     auto key = std::make_tuple(std::string(to_string(object.kind)), object.path, object.inode);
     if (auto it = objects_.find(key); it != objects_.end()) return it->second;
     auto& insert = statements_->object;
-    insert.bind(1, std::get<0>(key)).bind(2, object.path).bind(3, static_cast<std::int64_t>(object.inode));
-    struct stat st{};
+    insert.bind(1, std::get<0>(key))
+        .bind(2, object.path)
+        .bind(3, static_cast<std::int64_t>(object.inode));
+    struct stat st {};
     bool is_file = object.kind == MappingKind::file;
     if (is_file && ::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode)
         insert.bind(4, static_cast<std::int64_t>(st.st_size));
@@ -138,10 +141,13 @@ std::int64_t Recorder::object_id(const MappedObject& object) {
 
 void Recorder::write_process(const ProcessInfo& p, bool insert) {
     auto& s = insert ? statements_->insert_process : statements_->update_process;
-    s.bind(1, p.id).bind(2, std::int64_t{p.key.pid}).bind(3, static_cast<std::int64_t>(p.key.start_ticks));
+    s.bind(1, p.id)
+        .bind(2, std::int64_t{p.key.pid})
+        .bind(3, static_cast<std::int64_t>(p.key.start_ticks));
     s.bind(4, std::int64_t{p.ppid}).bind(5, p.parent_id).bind(6, p.comm).bind(7, p.cmdline);
     s.bind(8, std::string(to_string(p.role)));
-    if (p.role == Role::worker) s.bind(9, std::int64_t{p.slot}).bind(10, std::int64_t{p.generation});
+    if (p.role == Role::worker)
+        s.bind(9, std::int64_t{p.slot}).bind(10, std::int64_t{p.generation});
     s.bind(11, p.birth_ms).bind(12, Kib(p.exit_ms));
     if (p.exit_status) s.bind(13, std::int64_t{*p.exit_status});
     s.run();
@@ -159,9 +165,12 @@ void Recorder::write(const SampleBatch& b) {
         in_transaction_ = true;
     }
     const std::int64_t t = b.t_ms;
-    for (const auto& p : b.born) write_process(p, true);
-    for (const auto& p : b.renamed) write_process(p, false);
-    for (const auto& p : b.exited) write_process(p, false);
+    for (const auto& p : b.born)
+        write_process(p, true);
+    for (const auto& p : b.renamed)
+        write_process(p, false);
+    for (const auto& p : b.exited)
+        write_process(p, false);
     for (const auto& f : b.fast) {
         statements_->fast.bind(1, t).bind(2, f.process_id).bind(3, f.rss).bind(4, f.rss_anon);
         statements_->fast.bind(5, f.rss_file).bind(6, f.rss_shmem).bind(7, f.swap).run();
@@ -198,7 +207,8 @@ void Recorder::write(const SampleBatch& b) {
     }
     for (const auto& m : b.markers)
         statements_->marker.bind(1, m.t_ms).bind(2, m.source).bind(3, m.text).run();
-    for (const auto& u : b.unavailable) note_unavailable(t, u);
+    for (const auto& u : b.unavailable)
+        note_unavailable(t, u);
     for (const auto& ts : b.tier_stats) {
         auto& s = statements_->tier;
         s.bind(1, t).bind(2, ts.tier).bind(3, ts.interval_ms).bind(4, ts.cpu_us_per_run);

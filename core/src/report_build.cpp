@@ -22,7 +22,8 @@ void offer_sums(const std::vector<Row>& rows, Get get, Peak& peak) {
     }
 }
 
-std::int64_t longest_tier_interval(const std::vector<Timed<TierStat>>& stats, const std::string& tier) {
+std::int64_t longest_tier_interval(const std::vector<Timed<TierStat>>& stats,
+                                   const std::string& tier) {
     std::int64_t longest = 0;
     for (const auto& s : stats)
         if (s.sample.tier == tier) longest = std::max(longest, s.sample.interval_ms);
@@ -60,13 +61,21 @@ ReportData build_report(const Recording& recording) {
         p.final_swap = s.swap;
         p.last_seen_ms = std::max(p.last_seen_ms, t);
     }
-    struct FastRow { std::int64_t t_ms; Kib rss; };
+    struct FastRow {
+        std::int64_t t_ms;
+        Kib rss;
+    };
     std::vector<FastRow> fast_rows;
-    for (const auto& [t, s] : fast) fast_rows.push_back({t, s.rss});
-    offer_sums(fast_rows, [](const FastRow& row) { return row.rss; }, r.totals.rss);
+    for (const auto& [t, s] : fast)
+        fast_rows.push_back({t, s.rss});
+    offer_sums(
+        fast_rows, [](const FastRow& row) { return row.rss; }, r.totals.rss);
 
     const auto rollup = recording.rollup();
-    struct RollupRow { std::int64_t t_ms; Kib pss, uss; };
+    struct RollupRow {
+        std::int64_t t_ms;
+        Kib pss, uss;
+    };
     std::vector<RollupRow> rollup_rows;
     for (const auto& [t, s] : rollup) {
         rollup_rows.push_back({t, s.pss, s.uss()});
@@ -78,8 +87,10 @@ ReportData build_report(const Recording& recording) {
         p.final_pss = s.pss;
         p.final_uss = s.uss();
     }
-    offer_sums(rollup_rows, [](const RollupRow& row) { return row.pss; }, r.totals.pss);
-    offer_sums(rollup_rows, [](const RollupRow& row) { return row.uss; }, r.totals.uss);
+    offer_sums(
+        rollup_rows, [](const RollupRow& row) { return row.pss; }, r.totals.pss);
+    offer_sums(
+        rollup_rows, [](const RollupRow& row) { return row.uss; }, r.totals.uss);
 
     for (const auto& [t, c] : recording.cgroup()) {
         r.totals.cgroup_usage.offer(c.usage, t);
@@ -107,8 +118,9 @@ ReportData build_report(const Recording& recording) {
             auto f = file_index.find(maps[i].object_id);
             if (f == file_index.end()) continue;
             FileSummary& file = r.files[f->second];
-            auto per = std::find_if(file.processes.begin(), file.processes.end(),
-                                    [&](const auto& p) { return p.process_id == maps[i].process_id; });
+            auto per =
+                std::find_if(file.processes.begin(), file.processes.end(),
+                             [&](const auto& p) { return p.process_id == maps[i].process_id; });
             if (per == file.processes.end()) {
                 file.processes.push_back({maps[i].process_id, {}, {}});
                 per = std::prev(file.processes.end());

@@ -8,22 +8,39 @@ namespace {
 
 using nlohmann::json;
 
-json kib(const Kib& value) { return value ? json(*value) : json(nullptr); }
-json peak(const Peak& p) { return {{"kib", kib(p.value)}, {"t_ms", p.value ? json(p.t_ms) : json(nullptr)}}; }
+json kib(const Kib& value) {
+    return value ? json(*value) : json(nullptr);
+}
+json peak(const Peak& p) {
+    return {{"kib", kib(p.value)}, {"t_ms", p.value ? json(p.t_ms) : json(nullptr)}};
+}
 
 json process_json(const ProcessSummary& p) {
     const auto& i = p.info;
     return {
-        {"id", i.id}, {"pid", i.key.pid}, {"ppid", i.ppid}, {"start_ticks", i.key.start_ticks},
-        {"comm", i.comm}, {"cmdline", i.cmdline}, {"role", to_string(i.role)},
+        {"id", i.id},
+        {"pid", i.key.pid},
+        {"ppid", i.ppid},
+        {"start_ticks", i.key.start_ticks},
+        {"comm", i.comm},
+        {"cmdline", i.cmdline},
+        {"role", to_string(i.role)},
         {"slot", i.slot >= 0 ? json(i.slot) : json(nullptr)},
         {"generation", i.generation >= 0 ? json(i.generation) : json(nullptr)},
-        {"birth_ms", i.birth_ms}, {"exit_ms", kib(i.exit_ms)},
+        {"birth_ms", i.birth_ms},
+        {"exit_ms", kib(i.exit_ms)},
         {"exit_status", i.exit_status ? json(*i.exit_status) : json(nullptr)},
-        {"peak_rss", peak(p.rss)}, {"peak_pss", peak(p.pss)}, {"peak_uss", peak(p.uss)},
-        {"final_kib", {{"rss", kib(p.final_rss)}, {"pss", kib(p.final_pss)}, {"uss", kib(p.final_uss)},
-                       {"anon", kib(p.final_anon)}, {"file", kib(p.final_file)},
-                       {"shmem", kib(p.final_shmem)}, {"swap", kib(p.final_swap)}}},
+        {"peak_rss", peak(p.rss)},
+        {"peak_pss", peak(p.pss)},
+        {"peak_uss", peak(p.uss)},
+        {"final_kib",
+         {{"rss", kib(p.final_rss)},
+          {"pss", kib(p.final_pss)},
+          {"uss", kib(p.final_uss)},
+          {"anon", kib(p.final_anon)},
+          {"file", kib(p.final_file)},
+          {"shmem", kib(p.final_shmem)},
+          {"swap", kib(p.final_swap)}}},
     };
 }
 
@@ -36,33 +53,47 @@ std::string render_report_json(const ReportData& r) {
     out["finished"] = r.finished;
     out["duration_ms"] = r.duration_ms;
     out["processes"] = json::array();
-    for (const auto& p : r.processes) out["processes"].push_back(process_json(p));
+    for (const auto& p : r.processes)
+        out["processes"].push_back(process_json(p));
     out["files"] = json::array();
     for (const auto& f : r.files) {
         json per = json::array();
         for (const auto& p : f.processes)
-            per.push_back({{"process_id", p.process_id}, {"peak_rss", peak(p.rss)}, {"peak_pss", peak(p.pss)}});
-        out["files"].push_back({{"path", f.object.path}, {"inode", f.object.inode},
+            per.push_back({{"process_id", p.process_id},
+                           {"peak_rss", peak(p.rss)},
+                           {"peak_pss", peak(p.pss)}});
+        out["files"].push_back({{"path", f.object.path},
+                                {"inode", f.object.inode},
                                 {"kind", to_string(f.object.kind)},
                                 {"size_bytes", kib(f.object.size_bytes)},
-                                {"tree_peak_rss", peak(f.total_rss)}, {"tree_peak_pss", peak(f.total_pss)},
+                                {"tree_peak_rss", peak(f.total_rss)},
+                                {"tree_peak_pss", peak(f.total_pss)},
                                 {"processes", per}});
     }
     const auto& t = r.totals;
-    out["totals"] = {{"peak_sum_rss", peak(t.rss)}, {"peak_sum_pss", peak(t.pss)},
-                     {"peak_sum_uss", peak(t.uss)}, {"cgroup_peak_usage", peak(t.cgroup_usage)},
-                     {"cgroup_limit_kib", kib(t.cgroup_limit)}, {"cgroup_unlimited", t.cgroup_unlimited},
-                     {"cgroup_version", t.cgroup_version}, {"cgroup_path", t.cgroup_path},
+    out["totals"] = {{"peak_sum_rss", peak(t.rss)},
+                     {"peak_sum_pss", peak(t.pss)},
+                     {"peak_sum_uss", peak(t.uss)},
+                     {"cgroup_peak_usage", peak(t.cgroup_usage)},
+                     {"cgroup_limit_kib", kib(t.cgroup_limit)},
+                     {"cgroup_unlimited", t.cgroup_unlimited},
+                     {"cgroup_version", t.cgroup_version},
+                     {"cgroup_path", t.cgroup_path},
                      {"cgroup_oom_kills", kib(t.oom_kills)}};
     out["tiers"] = json::array();
     for (const auto& s : r.tiers)
-        out["tiers"].push_back({{"tier", s.tier}, {"nominal_ms", s.nominal_ms}, {"longest_ms", s.longest_ms},
-                                {"last_ms", s.last_ms}, {"cpu_us_per_run", s.cpu_us_per_run}});
+        out["tiers"].push_back({{"tier", s.tier},
+                                {"nominal_ms", s.nominal_ms},
+                                {"longest_ms", s.longest_ms},
+                                {"last_ms", s.last_ms},
+                                {"cpu_us_per_run", s.cpu_us_per_run}});
     out["markers"] = json::array();
-    for (const auto& m : r.markers) out["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
+    for (const auto& m : r.markers)
+        out["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
     out["unavailable"] = json::array();
     for (const auto& [tm, u] : r.unavailable)
-        out["unavailable"].push_back({{"t_ms", tm}, {"process_id", u.process_id}, {"tier", u.tier}, {"reason", u.reason}});
+        out["unavailable"].push_back(
+            {{"t_ms", tm}, {"process_id", u.process_id}, {"tier", u.tier}, {"reason", u.reason}});
     return out.dump(2) + "\n";
 }
 

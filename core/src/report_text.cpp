@@ -16,7 +16,9 @@ std::string kib(const Kib& value) {
     return fmt::format("{} KiB", *value);
 }
 
-std::string seconds(std::int64_t ms) { return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0); }
+std::string seconds(std::int64_t ms) {
+    return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
+}
 
 std::string peak(const Peak& p) {
     return p.value ? fmt::format("{} at {}", kib(p.value), seconds(p.t_ms)) : "n/a";
@@ -28,7 +30,8 @@ std::string meta(const ReportData& r, const std::string& key, const std::string&
 }
 
 std::string start_time(const ReportData& r) {
-    std::time_t t = static_cast<std::time_t>(std::stoll(meta(r, "start_unix_ns", "0")) / 1'000'000'000);
+    std::time_t t =
+        static_cast<std::time_t>(std::stoll(meta(r, "start_unix_ns", "0")) / 1'000'000'000);
     char text[32] = {};
     std::tm tm{};
     gmtime_r(&t, &tm);
@@ -65,7 +68,8 @@ void append_header(std::string& out, const ReportData& r) {
             ++helpers;
         }
     }
-    std::string state = r.finished ? meta(r, "state") : "NOT FINISHED (recorder still running, or killed)";
+    std::string state =
+        r.finished ? meta(r, "state") : "NOT FINISHED (recorder still running, or killed)";
     out += fmt::format("loaderlens report: {}\n", r.path);
     out += fmt::format("  command    {}\n", meta(r, "command"));
     out += fmt::format("  host       {} (Linux {}), started {}, {} recorded, {}", meta(r, "host"),
@@ -73,13 +77,15 @@ void append_header(std::string& out, const ReportData& r) {
     if (r.meta.count("exit_status")) out += ", exit status " + meta(r, "exit_status");
     if (r.meta.count("stop_reason")) out += ", stopped by " + meta(r, "stop_reason");
     out += "\n";
-    out += fmt::format("  processes  {} in all: {} main, {} workers in {} slots ({} generation{}), {} helpers\n",
-                       r.processes.size(), r.processes.size() - workers - helpers, workers, slots,
-                       generations, generations == 1 ? "" : "s", helpers);
+    out += fmt::format(
+        "  processes  {} in all: {} main, {} workers in {} slots ({} generation{}), {} helpers\n",
+        r.processes.size(), r.processes.size() - workers - helpers, workers, slots, generations,
+        generations == 1 ? "" : "s", helpers);
     std::string tiers;
     for (const auto& t : r.tiers) {
         tiers += fmt::format("{}{} every {} ms", tiers.empty() ? "" : ", ", t.tier, t.nominal_ms);
-        if (t.longest_ms > t.nominal_ms) tiers += fmt::format(" (stretched up to {} ms by the CPU budget)", t.longest_ms);
+        if (t.longest_ms > t.nominal_ms)
+            tiers += fmt::format(" (stretched up to {} ms by the CPU budget)", t.longest_ms);
     }
     out += fmt::format("  sampling   {}\n\n", tiers);
 }
@@ -87,39 +93,49 @@ void append_header(std::string& out, const ReportData& r) {
 void append_totals(std::string& out, const ReportData& r) {
     const auto& t = r.totals;
     out += "Tree totals (peak of the sum over all processes of the tree)\n";
-    out += fmt::format("  Σ RSS   {:<26} every resident page, shared pages once per process\n", peak(t.rss));
+    out += fmt::format("  Σ RSS   {:<26} every resident page, shared pages once per process\n",
+                       peak(t.rss));
     out += fmt::format("          {:<26} (what SLURM's default jobacct_gather/linux sums)\n", "");
-    out += fmt::format("  Σ PSS   {:<26} shared pages split among their sharers: the tree's real share\n", peak(t.pss));
+    out += fmt::format(
+        "  Σ PSS   {:<26} shared pages split among their sharers: the tree's real share\n",
+        peak(t.pss));
     out += fmt::format("  Σ USS   {:<26} pages private to one process\n", peak(t.uss));
-    std::string limit = t.cgroup_unlimited ? "no limit" : t.cgroup_limit ? "limit " + kib(t.cgroup_limit) : "limit n/a";
+    std::string limit = t.cgroup_unlimited ? "no limit"
+                        : t.cgroup_limit   ? "limit " + kib(t.cgroup_limit)
+                                           : "limit n/a";
     if (!t.cgroup_version.empty())
         out += fmt::format("  cgroup  {:<26} {} {} ({}), includes page cache charged to it\n",
                            peak(t.cgroup_usage), t.cgroup_version, t.cgroup_path, limit);
     else
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
-    if (t.oom_kills && *t.oom_kills > 0) out += fmt::format("  OOM kills in the cgroup: {}\n", *t.oom_kills);
+    if (t.oom_kills && *t.oom_kills > 0)
+        out += fmt::format("  OOM kills in the cgroup: {}\n", *t.oom_kills);
     if (t.rss.value && t.pss.value && *t.pss.value > 0) {
         const double ratio = static_cast<double>(*t.rss.value) / static_cast<double>(*t.pss.value);
         if (ratio >= 1.5)
-            out += fmt::format("  -> Σ RSS is {:.1f}x Σ PSS: pages shared between processes (mapped files, "
-                               "copy-on-write, shared memory) are counted once per process by RSS.\n", ratio);
+            out += fmt::format(
+                "  -> Σ RSS is {:.1f}x Σ PSS: pages shared between processes (mapped files, "
+                "copy-on-write, shared memory) are counted once per process by RSS.\n",
+                ratio);
     }
     out += "\n";
 }
 
 void append_processes(std::string& out, const ReportData& r) {
     out += "Processes (peak and final figures; ANON/FILE/SHMEM split the final RSS)\n";
-    out += fmt::format("  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-                       "ID", "PID", "ROLE", "LIFETIME", "PEAK RSS", "FINAL RSS", "PEAK PSS",
-                       "FINAL PSS", "PEAK USS", "ANON", "FILE", "SHMEM");
+    out += fmt::format(
+        "  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+        "ID", "PID", "ROLE", "LIFETIME", "PEAK RSS", "FINAL RSS", "PEAK PSS", "FINAL PSS",
+        "PEAK USS", "ANON", "FILE", "SHMEM");
     for (const auto& p : r.processes) {
         const auto& i = p.info;
         std::string life = fmt::format("{}..{}", seconds(std::max<std::int64_t>(0, i.birth_ms)),
                                        i.exit_ms ? seconds(*i.exit_ms) : std::string("end"));
-        out += fmt::format("  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-                           i.id, i.key.pid, process_label(i), life, kib(p.rss.value), kib(p.final_rss),
-                           kib(p.pss.value), kib(p.final_pss), kib(p.uss.value), kib(p.final_anon),
-                           kib(p.final_file), kib(p.final_shmem));
+        out += fmt::format(
+            "  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            i.id, i.key.pid, process_label(i), life, kib(p.rss.value), kib(p.final_rss),
+            kib(p.pss.value), kib(p.final_pss), kib(p.uss.value), kib(p.final_anon),
+            kib(p.final_file), kib(p.final_shmem));
         out += fmt::format("  {:>3} {:>7} {} [{}]\n", "", "", i.comm, exit_text(i));
     }
     out += "\n";
@@ -129,14 +145,17 @@ void append_files(std::string& out, const ReportData& r) {
     out += "Mapped files (per process: peak RSS and PSS of the file; tree: peak of the sums)\n";
     if (r.files.empty()) out += "  none above the --maps-min-size threshold\n";
     for (const auto& f : r.files) {
-        std::string size = f.object.size_bytes ? kib(*f.object.size_bytes / 1024) : std::string("size n/a");
+        std::string size =
+            f.object.size_bytes ? kib(*f.object.size_bytes / 1024) : std::string("size n/a");
         out += fmt::format("  {}  ({}{})\n", f.object.path, size,
                            f.object.kind == MappingKind::deleted_file ? ", deleted" : "");
-        out += fmt::format("      tree: Σ RSS {}, Σ PSS {}\n", peak(f.total_rss), peak(f.total_pss));
+        out +=
+            fmt::format("      tree: Σ RSS {}, Σ PSS {}\n", peak(f.total_rss), peak(f.total_pss));
         for (const auto& per : f.processes) {
             const ProcessInfo* p = find_process(r, per.process_id);
             std::string who = p ? fmt::format("{} pid {}", process_label(*p), p->key.pid) : "?";
-            out += fmt::format("      {:<30} RSS {:>10}  PSS {:>10}\n", who, kib(per.rss.value), kib(per.pss.value));
+            out += fmt::format("      {:<30} RSS {:>10}  PSS {:>10}\n", who, kib(per.rss.value),
+                               kib(per.pss.value));
         }
     }
     out += "\n";
@@ -145,7 +164,8 @@ void append_files(std::string& out, const ReportData& r) {
 void append_rest(std::string& out, const ReportData& r) {
     if (!r.markers.empty()) {
         out += "Markers\n";
-        for (const auto& m : r.markers) out += fmt::format("  {:>9}  {}\n", seconds(m.t_ms), m.text);
+        for (const auto& m : r.markers)
+            out += fmt::format("  {:>9}  {}\n", seconds(m.t_ms), m.text);
         out += "\n";
     }
     if (!r.unavailable.empty()) {
@@ -153,11 +173,13 @@ void append_rest(std::string& out, const ReportData& r) {
         for (const auto& [t, u] : r.unavailable) {
             const ProcessInfo* p = find_process(r, u.process_id);
             out += fmt::format("  {:>9}  {} {}: {}\n", seconds(t), u.tier,
-                               p ? fmt::format("pid {}", p->key.pid) : std::string("(tree)"), u.reason);
+                               p ? fmt::format("pid {}", p->key.pid) : std::string("(tree)"),
+                               u.reason);
         }
         out += "\n";
     }
-    out += "Sources: RSS /proc/PID/statm; ANON/FILE/SHMEM /proc/PID/status; PSS, USS /proc/PID/smaps_rollup;\n"
+    out += "Sources: RSS /proc/PID/statm; ANON/FILE/SHMEM /proc/PID/status; PSS, USS "
+           "/proc/PID/smaps_rollup;\n"
            "files /proc/PID/smaps; cgroup memory.current|usage_in_bytes. See docs/figures.md.\n";
 }
 

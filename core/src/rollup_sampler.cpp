@@ -27,13 +27,16 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
             std::string path = "/proc/" + std::to_string(info.key.pid) + "/smaps_rollup";
             it->second = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
             // ENOENT while /proc/PID still exists means a kernel older than 4.14.
-            if (it->second < 0 && (errno != ENOENT || access(("/proc/" + std::to_string(info.key.pid)).c_str(), F_OK) == 0))
+            if (it->second < 0 &&
+                (errno != ENOENT ||
+                 access(("/proc/" + std::to_string(info.key.pid)).c_str(), F_OK) == 0))
                 problems.push_back({info.id, "rollup", unavailable_reason("smaps_rollup", errno)});
         }
         if (it->second < 0) continue;
         long n = pread_whole(it->second, buffer_);
         if (n < 0 && n != -ESRCH && n != -ENOENT)
-            problems.push_back({info.id, "rollup", unavailable_reason("smaps_rollup", static_cast<int>(-n))});
+            problems.push_back(
+                {info.id, "rollup", unavailable_reason("smaps_rollup", static_cast<int>(-n))});
         // A zombie or exited process reads as empty: no sample rather than zeros.
         if (n <= 0) continue;
         RollupSample sample;
@@ -41,7 +44,9 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         parse_smaps_rollup(buffer_, sample);
         if (!sample.rss) continue;
         if (!sample.pss_anon)
-            problems.push_back({info.id, "rollup", "Pss_Anon/Pss_File/Pss_Shmem: not in smaps_rollup before Linux 5.3"});
+            problems.push_back(
+                {info.id, "rollup",
+                 "Pss_Anon/Pss_File/Pss_Shmem: not in smaps_rollup before Linux 5.3"});
         out.push_back(sample);
     }
 }

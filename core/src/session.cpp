@@ -21,7 +21,8 @@ template <typename Sampler>
 void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
                     const std::vector<ProcessInfo>& now) {
     std::set<ProcessKey> alive;
-    for (const auto& p : now) alive.insert(p.key);
+    for (const auto& p : now)
+        alive.insert(p.key);
     for (const auto& p : before)
         if (!alive.contains(p.key)) sampler.forget(p.key);
 }
@@ -30,8 +31,8 @@ void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
 
 Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
                  const RecordingClock& clock)
-    : options_(std::move(options)), recorder_(recorder), clock_(clock),
-      tracker_(tracker, clock), maps_(options_.maps_min_file_kb),
+    : options_(std::move(options)), recorder_(recorder), clock_(clock), tracker_(tracker, clock),
+      maps_(options_.maps_min_file_kb),
       fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
       rollup_interval_(options_.rollup_ms, options_.cpu_budget * rollup_share),
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
@@ -53,7 +54,8 @@ void Session::start() {
 
 bool Session::sleep_until(std::int64_t due_ms) {
     std::unique_lock lock(wake_mutex_);
-    const auto wait = std::chrono::milliseconds(std::max<std::int64_t>(0, due_ms - clock_.now_ms()));
+    const auto wait =
+        std::chrono::milliseconds(std::max<std::int64_t>(0, due_ms - clock_.now_ms()));
     return !wake_.wait_for(lock, wait, [this] { return stopping_.load(); });
 }
 
@@ -74,10 +76,12 @@ void Session::fast_run(SampleBatch& batch) {
         batch.renamed = std::move(changes.renamed);
         live = tracker_.live();
     }
-    for (const auto& gone : batch.exited) fast_.forget(gone.key);
+    for (const auto& gone : batch.exited)
+        fast_.forget(gone.key);
     fast_.sample(live, batch.t_ms, batch.fast, batch.unavailable);
     std::int64_t total = 0;
-    for (const auto& s : batch.fast) total += s.rss.value_or(0);
+    for (const auto& s : batch.fast)
+        total += s.rss.value_or(0);
     total_rss_ = batch.fast.empty() ? -1 : total;
     processes_ = static_cast<int>(live.size());
     if (!live.empty() || !batch.exited.empty()) tree_gone_ = live.empty();
@@ -90,17 +94,21 @@ void Session::fast_run(SampleBatch& batch) {
 
     if (batch.t_ms >= next_cgroup_ms_) {
         const std::int64_t cgroup_start = thread_cpu_ns();
-        if (cgroup_) batch.cgroup = read_cgroup(*cgroup_);
-        else batch.unavailable.push_back({0, "cgroup", cgroup_problem_});
+        if (cgroup_)
+            batch.cgroup = read_cgroup(*cgroup_);
+        else
+            batch.unavailable.push_back({0, "cgroup", cgroup_problem_});
         batch.system = read_system();
         cgroup_interval_.observe_run(thread_cpu_ns() - cgroup_start);
         next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
     }
     const int count = static_cast<int>(snapshot->size());
-    for (auto [name, interval] : {std::pair{"fast", &fast_interval_}, {"cgroup", &cgroup_interval_}}) {
+    for (auto [name, interval] :
+         {std::pair{"fast", &fast_interval_}, {"cgroup", &cgroup_interval_}}) {
         auto& [logged_interval, logged_t] = tier_logged_[name];
         if (logged_interval != interval->interval_ms() || batch.t_ms - logged_t >= 10'000) {
-            batch.tier_stats.push_back({name, interval->interval_ms(), interval->average_cpu_us(), count});
+            batch.tier_stats.push_back(
+                {name, interval->interval_ms(), interval->average_cpu_us(), count});
             logged_interval = interval->interval_ms();
             logged_t = batch.t_ms;
         }
@@ -131,7 +139,8 @@ void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
     auto log_tier = [&](const char* name, const AdaptiveInterval& interval) {
         auto& [logged_interval, logged_t] = tier_logged_[name];
         if (logged_interval != interval.interval_ms() || batch.t_ms - logged_t >= 10'000) {
-            batch.tier_stats.push_back({name, interval.interval_ms(), interval.average_cpu_us(), count});
+            batch.tier_stats.push_back(
+                {name, interval.interval_ms(), interval.average_cpu_us(), count});
             logged_interval = interval.interval_ms();
             logged_t = batch.t_ms;
         }
@@ -141,7 +150,8 @@ void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
         rollup_.sample(*live, batch.rollup, batch.unavailable);
         if (!batch.rollup.empty()) {
             std::int64_t total = 0;
-            for (const auto& s : batch.rollup) total += s.pss.value_or(0);
+            for (const auto& s : batch.rollup)
+                total += s.pss.value_or(0);
             total_pss_ = total;
         }
         rollup_interval_.observe_run(thread_cpu_ns() - start);
@@ -167,7 +177,8 @@ void Session::deep_loop() {
         if (do_rollup || do_maps) {
             SampleBatch batch;
             deep_run(batch, do_rollup, do_maps);
-            if (do_rollup) next_rollup = std::max(now + rollup_interval_.interval_ms(), clock_.now_ms());
+            if (do_rollup)
+                next_rollup = std::max(now + rollup_interval_.interval_ms(), clock_.now_ms());
             if (do_maps) next_maps = std::max(now + maps_interval_.interval_ms(), clock_.now_ms());
             std::shared_ptr<const std::vector<ProcessInfo>> live;
             {
@@ -187,7 +198,8 @@ void Session::pump() {
         std::lock_guard lock(queue_mutex_);
         batches.swap(queue_);
     }
-    for (const auto& batch : batches) recorder_.write(batch);
+    for (const auto& batch : batches)
+        recorder_.write(batch);
     recorder_.commit();
 }
 

@@ -13,15 +13,19 @@ Statement::Statement(sqlite3* db, const std::string& sql) {
     check(db, sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr),
           "prepare");
 }
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+    sqlite3_finalize(stmt_);
+}
 
 Statement& Statement::bind(int index, std::int64_t value) {
     sqlite3_bind_int64(stmt_, index, value);
     return *this;
 }
 Statement& Statement::bind(int index, const Kib& value) {
-    if (value) sqlite3_bind_int64(stmt_, index, *value);
-    else sqlite3_bind_null(stmt_, index);
+    if (value)
+        sqlite3_bind_int64(stmt_, index, *value);
+    else
+        sqlite3_bind_null(stmt_, index);
     return *this;
 }
 Statement& Statement::bind(int index, double value) {
@@ -49,12 +53,16 @@ void Statement::reset() {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
 }
-std::int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+std::int64_t Statement::int64(int column) const {
+    return sqlite3_column_int64(stmt_, column);
+}
 Kib Statement::optional_int64(int column) const {
     if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_int64(stmt_, column);
 }
-double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+double Statement::real(int column) const {
+    return sqlite3_column_double(stmt_, column);
+}
 std::string Statement::text(int column) const {
     const auto* chars = sqlite3_column_text(stmt_, column);
     return chars ? reinterpret_cast<const char*>(chars) : "";
@@ -70,7 +78,9 @@ Database::Database(const std::string& path, int flags) {
     }
     sqlite3_busy_timeout(db_, 2000);
 }
-Database::~Database() { sqlite3_close(db_); }
+Database::~Database() {
+    sqlite3_close(db_);
+}
 
 void Database::exec(const std::string& sql) {
     char* message = nullptr;

@@ -14,8 +14,8 @@ namespace {
 // Processes PyTorch and multiprocessing start beside the workers: never counted as workers by
 // the default rule, even when they are children of main.
 const std::regex& helper_pattern() {
-    static const std::regex pattern(
-        "resource_tracker|semaphore_tracker|forkserver|multiprocessing\\.managers|torch_shm_manager");
+    static const std::regex pattern("resource_tracker|semaphore_tracker|forkserver|"
+                                    "multiprocessing\\.managers|torch_shm_manager");
     return pattern;
 }
 
@@ -30,7 +30,8 @@ std::optional<StatFields> read_stat(pid_t pid) {
 std::string read_cmdline(pid_t pid) {
     auto text = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
     if (!text) return {};
-    while (!text->empty() && text->back() == '\0') text->pop_back();
+    while (!text->empty() && text->back() == '\0')
+        text->pop_back();
     std::replace(text->begin(), text->end(), '\0', ' ');
     return *text;
 }
@@ -89,8 +90,7 @@ TreeChanges TreeTracker::scan() {
     for (pid_t pid : listing) {
         auto old = known_.find(pid);
         bool member = false;
-        if (old != known_.end())
-            member = live_.contains(ProcessKey{pid, old->second.start_ticks});
+        if (old != known_.end()) member = live_.contains(ProcessKey{pid, old->second.start_ticks});
         if (old != known_.end() && !member) {
             still_there.emplace(pid, old->second);
             continue;
@@ -139,10 +139,12 @@ TreeChanges TreeTracker::scan() {
 
     // 4. Births: descendants of the scan root that are not live yet, oldest first.
     std::unordered_map<pid_t, std::vector<pid_t>> children;
-    for (const auto& [pid, known] : known_) children[known.ppid].push_back(pid);
+    for (const auto& [pid, known] : known_)
+        children[known.ppid].push_back(pid);
     std::vector<pid_t> frontier{options_.scan_root};
     std::vector<pid_t> newborn;
-    if (options_.track_scan_root && known_.contains(options_.scan_root)) newborn.push_back(options_.scan_root);
+    if (options_.track_scan_root && known_.contains(options_.scan_root))
+        newborn.push_back(options_.scan_root);
     while (!frontier.empty()) {
         pid_t parent = frontier.back();
         frontier.pop_back();
@@ -182,15 +184,19 @@ TreeChanges TreeTracker::scan() {
 std::vector<ProcessInfo> TreeTracker::live() const {
     std::vector<ProcessInfo> out;
     out.reserve(live_.size());
-    for (const auto& [key, info] : live_) out.push_back(info);
+    for (const auto& [key, info] : live_)
+        out.push_back(info);
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
     return out;
 }
 
 bool TreeTracker::is_alive(pid_t pid) const {
-    return std::any_of(live_.begin(), live_.end(), [pid](const auto& e) { return e.first.pid == pid; });
+    return std::any_of(live_.begin(), live_.end(),
+                       [pid](const auto& e) { return e.first.pid == pid; });
 }
 
-void TreeTracker::note_exit_status(pid_t pid, int wait_status) { reaped_status_[pid] = wait_status; }
+void TreeTracker::note_exit_status(pid_t pid, int wait_status) {
+    reaped_status_[pid] = wait_status;
+}
 
 } // namespace loaderlens

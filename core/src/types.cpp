@@ -6,8 +6,8 @@
 namespace loaderlens {
 
 namespace {
-constexpr std::array<std::pair<Role, const char*>, 3> role_names{{
-    {Role::main, "main"}, {Role::worker, "worker"}, {Role::helper, "helper"}}};
+constexpr std::array<std::pair<Role, const char*>, 3> role_names{
+    {{Role::main, "main"}, {Role::worker, "worker"}, {Role::helper, "helper"}}};
 constexpr std::array<std::pair<MappingKind, const char*>, 7> kind_names{{
     {MappingKind::file, "file"},
     {MappingKind::deleted_file, "deleted_file"},
@@ -33,9 +33,15 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, const char*>, N>& 
 }
 } // namespace
 
-const char* to_string(Role role) { return name_of(role_names, role); }
-std::optional<Role> role_from_string(const std::string& text) { return value_of(role_names, text); }
-const char* to_string(MappingKind kind) { return name_of(kind_names, kind); }
+const char* to_string(Role role) {
+    return name_of(role_names, role);
+}
+std::optional<Role> role_from_string(const std::string& text) {
+    return value_of(role_names, text);
+}
+const char* to_string(MappingKind kind) {
+    return name_of(kind_names, kind);
+}
 std::optional<MappingKind> mapping_kind_from_string(const std::string& text) {
     return value_of(kind_names, text);
 }

@@ -4,7 +4,8 @@ namespace loaderlens {
 
 WorkerSlots::Assignment WorkerSlots::acquire() {
     std::size_t slot = 0;
-    while (slot < busy_.size() && busy_[slot]) ++slot;
+    while (slot < busy_.size() && busy_[slot])
+        ++slot;
     if (slot == busy_.size()) {
         busy_.push_back(false);
         times_used_.push_back(0);

@@ -36,8 +36,9 @@ struct Options {
 };
 
 void usage() {
-    std::fprintf(stderr, "usage: loaderlens-test-workload --file PATH [--workers W] [--anon-mib M] "
-                         "[--generations G] [--hold-ms MS] [--grandchildren N] [--term-exit CODE]\n");
+    std::fprintf(stderr,
+                 "usage: loaderlens-test-workload --file PATH [--workers W] [--anon-mib M] "
+                 "[--generations G] [--hold-ms MS] [--grandchildren N] [--term-exit CODE]\n");
     std::exit(2);
 }
 
@@ -49,14 +50,22 @@ Options parse(int argc, char** argv) {
             if (i + 1 >= argc) usage();
             return argv[++i];
         };
-        if (arg == "--file") o.file = next();
-        else if (arg == "--workers") o.workers = std::atoi(next());
-        else if (arg == "--anon-mib") o.anon_mib = std::atol(next());
-        else if (arg == "--generations") o.generations = std::atoi(next());
-        else if (arg == "--hold-ms") o.hold_ms = std::atol(next());
-        else if (arg == "--grandchildren") o.grandchildren = std::atoi(next());
-        else if (arg == "--term-exit") o.exit_code_on_term = std::atoi(next());
-        else usage();
+        if (arg == "--file")
+            o.file = next();
+        else if (arg == "--workers")
+            o.workers = std::atoi(next());
+        else if (arg == "--anon-mib")
+            o.anon_mib = std::atol(next());
+        else if (arg == "--generations")
+            o.generations = std::atoi(next());
+        else if (arg == "--hold-ms")
+            o.hold_ms = std::atol(next());
+        else if (arg == "--grandchildren")
+            o.grandchildren = std::atoi(next());
+        else if (arg == "--term-exit")
+            o.exit_code_on_term = std::atoi(next());
+        else
+            usage();
     }
     if (o.file.empty()) usage();
     return o;
@@ -74,13 +83,15 @@ void touch_anon(long mib) {
 
 [[noreturn]] void worker(const Options& o, int ready_fd) {
     int fd = open(o.file.c_str(), O_RDONLY);
-    struct stat st{};
+    struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0) _exit(4);
     const auto size = static_cast<std::size_t>(st.st_size);
-    auto* data = static_cast<volatile unsigned char*>(mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
+    auto* data =
+        static_cast<volatile unsigned char*>(mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
     if (data == MAP_FAILED) _exit(5);
     unsigned sum = 0;
-    for (std::size_t off = 0; off < size; off += 4096) sum += data[off];
+    for (std::size_t off = 0; off < size; off += 4096)
+        sum += data[off];
     touch_anon(o.anon_mib);
     for (int g = 0; g < o.grandchildren; ++g)
         if (fork() == 0) {
@@ -99,10 +110,10 @@ void touch_anon(long mib) {
 
 int main(int argc, char** argv) {
     Options o = parse(argc, argv);
-    struct sigaction on_release{};
+    struct sigaction on_release {};
     on_release.sa_handler = [](int) { release_requested = 1; };
     sigaction(SIGUSR1, &on_release, nullptr);
-    struct sigaction on_term{};
+    struct sigaction on_term {};
     on_term.sa_handler = [](int) { terminate_requested = 1; };
     sigaction(SIGTERM, &on_term, nullptr);
     setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -137,10 +148,13 @@ int main(int argc, char** argv) {
         close(ready[0]);
         std::printf("ready %d\n", gen);
         release_requested = 0;
-        for (long waited = 0; waited < o.hold_ms && !release_requested && !terminate_requested; waited += 10)
+        for (long waited = 0; waited < o.hold_ms && !release_requested && !terminate_requested;
+             waited += 10)
             usleep(10'000);
-        for (pid_t pid : children) kill(pid, SIGKILL);
-        for (pid_t pid : children) waitpid(pid, nullptr, 0);
+        for (pid_t pid : children)
+            kill(pid, SIGKILL);
+        for (pid_t pid : children)
+            waitpid(pid, nullptr, 0);
     }
     std::printf("done\n");
     return terminate_requested ? o.exit_code_on_term : 0;

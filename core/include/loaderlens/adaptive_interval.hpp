@@ -8,7 +8,7 @@
 namespace loaderlens {
 
 class AdaptiveInterval {
-public:
+  public:
     // budget_fraction: the share of one core this tier may use (0.02 = 2%).
     AdaptiveInterval(std::int64_t nominal_ms, double budget_fraction)
         : nominal_ms_(nominal_ms), budget_fraction_(budget_fraction) {}
@@ -28,7 +28,7 @@ public:
     std::int64_t nominal_ms() const { return nominal_ms_; }
     double average_cpu_us() const { return average_us_; }
 
-private:
+  private:
     std::int64_t nominal_ms_;
     double budget_fraction_;
     double average_us_ = 0;

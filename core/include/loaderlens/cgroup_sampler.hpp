@@ -9,7 +9,7 @@
 namespace loaderlens {
 
 struct CgroupLocation {
-    std::string version; // "v2" or "v1"
+    std::string version;     // "v2" or "v1"
     std::string cgroup_path; // as in /proc/PID/cgroup
     std::string directory;   // where its files are, e.g. /sys/fs/cgroup/memory/<path>
 };

@@ -11,7 +11,7 @@ std::int64_t realtime_ns();
 long clock_ticks_per_second();
 
 class RecordingClock {
-public:
+  public:
     RecordingClock();
     RecordingClock(std::int64_t start_boot_ns, std::int64_t start_unix_ns)
         : start_boot_ns_(start_boot_ns), start_unix_ns_(start_unix_ns) {}
@@ -20,7 +20,7 @@ public:
     std::int64_t ticks_to_ms(std::uint64_t start_ticks) const;
     std::int64_t start_unix_ns() const { return start_unix_ns_; }
 
-private:
+  private:
     std::int64_t start_boot_ns_;
     std::int64_t start_unix_ns_;
 };

@@ -11,12 +11,12 @@
 namespace loaderlens {
 
 class MarkerTail {
-public:
+  public:
     explicit MarkerTail(std::string path) : path_(std::move(path)) {}
     std::vector<Marker> poll(std::int64_t now_ms);
     const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
     long long offset_ = 0;
     std::string partial_;

@@ -12,7 +12,8 @@
 
 namespace loaderlens {
 
-// Reads a whole (proc) file, multi-record seq_files included. On failure returns nullopt and sets `error` to errno.
+// Reads a whole (proc) file, multi-record seq_files included. On failure returns nullopt and sets
+// `error` to errno.
 std::optional<std::string> read_text_file(const std::string& path, int* error = nullptr);
 
 // Re-reads a kept-open single-record proc file (statm, status, stat, smaps_rollup) from offset 0

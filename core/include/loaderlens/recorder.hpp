@@ -22,7 +22,7 @@ struct RecorderError : std::runtime_error {
 };
 
 class Recorder {
-public:
+  public:
     // Creates `path`. Refuses an existing file unless `overwrite`. Throws RecorderError with a
     // one-line reason (exists, directory missing, permission denied...).
     Recorder(const std::string& path, bool overwrite);
@@ -35,7 +35,7 @@ public:
     void finish(const std::string& state, std::int64_t end_ms);
     const std::string& path() const { return path_; }
 
-private:
+  private:
     struct Statements;
     std::int64_t object_id(const MappedObject& object);
     void note_unavailable(std::int64_t t_ms, const Unavailability& problem);

@@ -40,7 +40,7 @@ struct MapRow {
 };
 
 class Recording {
-public:
+  public:
     // Throws RecordingError with a one-line reason: missing, not SQLite, not a recording, a newer
     // schema, damaged or truncated.
     explicit Recording(const std::string& path);
@@ -65,7 +65,7 @@ public:
     // The last time any sample was taken (ms since start), -1 for an empty recording.
     std::int64_t last_sample_ms() const;
 
-private:
+  private:
     std::string path_;
     std::unique_ptr<sql::Database> db_;
 };

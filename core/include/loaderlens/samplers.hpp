@@ -1,5 +1,5 @@
-// The per-process samplers, one small class per tier (see docs/figures.md for each figure's source).
-// Each keeps per-process state keyed by ProcessKey and is told when a process is gone.
+// The per-process samplers, one small class per tier (see docs/figures.md for each figure's
+// source). Each keeps per-process state keyed by ProcessKey and is told when a process is gone.
 #pragma once
 
 #include "loaderlens/types.hpp"
@@ -20,8 +20,9 @@ using Problems = std::vector<Unavailability>;
 // (= resident - shared) is exact and the file/shmem split can only move in equal and opposite
 // steps, which the periodic re-read bounds.
 class FastSampler {
-public:
-    explicit FastSampler(std::int64_t status_max_age_ms = 1000) : status_max_age_ms_(status_max_age_ms) {}
+  public:
+    explicit FastSampler(std::int64_t status_max_age_ms = 1000)
+        : status_max_age_ms_(status_max_age_ms) {}
     ~FastSampler();
     FastSampler(const FastSampler&) = delete;
     FastSampler& operator=(const FastSampler&) = delete;
@@ -30,7 +31,7 @@ public:
                 std::vector<FastSample>& out, Problems& problems);
     void forget(const ProcessKey& key);
 
-private:
+  private:
     struct State {
         int statm_fd = -1, status_fd = -1;
         std::int64_t resident = -1, shared = -1;
@@ -46,7 +47,7 @@ private:
 // re-read with pread. Measured cheaper than libproc2's procps_pids_select, which re-reads
 // /proc/PID/status and /proc/uptime on every call (see bench/).
 class RollupSampler {
-public:
+  public:
     RollupSampler() = default;
     ~RollupSampler();
     RollupSampler(const RollupSampler&) = delete;
@@ -56,7 +57,7 @@ public:
                 Problems& problems);
     void forget(const ProcessKey& key);
 
-private:
+  private:
     std::map<ProcessKey, int> fds_;
     std::string buffer_;
 };
@@ -65,14 +66,13 @@ private:
 // memory. Files with less than `min_file_rss_kb` resident are folded into one "other" object per
 // process so that shared libraries do not flood the recording; the totals stay exact.
 class MapsSampler {
-public:
+  public:
     explicit MapsSampler(std::int64_t min_file_rss_kb = 1024) : min_file_rss_kb_(min_file_rss_kb) {}
     void sample(const std::vector<ProcessInfo>& live, std::vector<MapsSample>& out,
                 Problems& problems);
 
-private:
+  private:
     std::int64_t min_file_rss_kb_;
-
 };
 
 // Parses the text of /proc/PID/smaps into per-object sums (exposed for fixture tests).

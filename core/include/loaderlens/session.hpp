@@ -40,7 +40,7 @@ struct LiveStatus {
 };
 
 class Session {
-public:
+  public:
     Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
             const RecordingClock& clock);
     ~Session();
@@ -57,7 +57,7 @@ public:
     // True once the tracker has seen processes and none is left.
     bool tree_gone() const { return tree_gone_.load(); }
 
-private:
+  private:
     void fast_loop();
     void deep_loop();
     void fast_run(SampleBatch& batch);

@@ -15,7 +15,7 @@ struct Error : std::runtime_error {
 };
 
 class Statement {
-public:
+  public:
     Statement(sqlite3* db, const std::string& sql);
     ~Statement();
     Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
@@ -27,20 +27,20 @@ public:
     Statement& bind(int index, double value);
     Statement& bind(int index, const std::string& value);
     Statement& bind_null(int index);
-    bool step();            // true while a row is available
-    void run();             // step once, then reset for reuse
+    bool step(); // true while a row is available
+    void run();  // step once, then reset for reuse
     void reset();
     std::int64_t int64(int column) const;
     Kib optional_int64(int column) const;
     double real(int column) const;
     std::string text(int column) const;
 
-private:
+  private:
     sqlite3_stmt* stmt_ = nullptr;
 };
 
 class Database {
-public:
+  public:
     Database(const std::string& path, int flags);
     ~Database();
     Database(const Database&) = delete;
@@ -50,7 +50,7 @@ public:
     Statement prepare(const std::string& sql) { return Statement(db_, sql); }
     sqlite3* handle() const { return db_; }
 
-private:
+  private:
     sqlite3* db_ = nullptr;
 };
 

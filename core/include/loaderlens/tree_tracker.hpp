@@ -22,9 +22,9 @@
 namespace loaderlens {
 
 struct TrackerOptions {
-    pid_t scan_root = 0;           // descendants of this PID are tracked
-    bool track_scan_root = true;   // false when the scan root is the recorder itself
-    pid_t main_pid = 0;            // the process given the role `main`
+    pid_t scan_root = 0;                     // descendants of this PID are tracked
+    bool track_scan_root = true;             // false when the scan root is the recorder itself
+    pid_t main_pid = 0;                      // the process given the role `main`
     std::optional<std::string> worker_match; // ECMAScript regex on comm or cmdline
 };
 
@@ -36,7 +36,7 @@ struct TreeChanges {
 };
 
 class TreeTracker {
-public:
+  public:
     TreeTracker(TrackerOptions options, const RecordingClock& clock);
 
     TreeChanges scan();
@@ -47,7 +47,7 @@ public:
     void note_exit_status(pid_t pid, int wait_status);
     std::size_t processes_on_machine() const { return known_.size(); }
 
-private:
+  private:
     struct Known {
         std::uint64_t start_ticks = 0;
         pid_t ppid = 0;

@@ -36,9 +36,9 @@ struct ProcessInfo {
     Role role = Role::helper;
     int slot = -1;       // worker slot (0..), -1 for non-workers
     int generation = -1; // how many workers held this slot before this one, -1 for non-workers
-    std::int64_t birth_ms = 0;                // recording clock (ms since recording start)
-    std::optional<std::int64_t> exit_ms;      // when the tracker saw it gone
-    std::optional<int> exit_status;           // wait status when known (our child, or seen as zombie)
+    std::int64_t birth_ms = 0;           // recording clock (ms since recording start)
+    std::optional<std::int64_t> exit_ms; // when the tracker saw it gone
+    std::optional<int> exit_status;      // wait status when known (our child, or seen as zombie)
 };
 
 // Fast tier: /proc/PID/statm (RSS, shared) and /proc/PID/status (the split and swap).
@@ -65,7 +65,7 @@ std::optional<MappingKind> mapping_kind_from_string(const std::string& text);
 // summed over all its mappings in /proc/PID/smaps.
 struct MappedObject {
     MappingKind kind = MappingKind::anon;
-    std::string path;       // empty for anon/heap/stack
+    std::string path; // empty for anon/heap/stack
     std::uint64_t inode = 0;
     std::int64_t size_kb = 0; // virtual size of the mappings
     std::int64_t rss_kb = 0, pss_kb = 0;
@@ -84,7 +84,7 @@ struct CgroupSample {
     std::string version; // "v1", "v2"
     std::string path;
     Kib usage, peak, limit;
-    bool unlimited = false; // the limit file said "max" (v2) or the v1 "no limit" value
+    bool unlimited = false;             // the limit file said "max" (v2) or the v1 "no limit" value
     Kib anon, file, shmem, file_mapped; // from memory.stat
     Kib active_file, inactive_file;
     std::optional<std::int64_t> failcnt;  // v1 memory.failcnt

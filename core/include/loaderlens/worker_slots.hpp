@@ -7,7 +7,7 @@
 namespace loaderlens {
 
 class WorkerSlots {
-public:
+  public:
     struct Assignment {
         int slot;
         int generation; // how many workers held this slot before
@@ -17,7 +17,7 @@ public:
     // Frees the slot of a worker that exited.
     void release(int slot);
 
-private:
+  private:
     std::vector<bool> busy_;
     std::vector<int> times_used_;
 };
