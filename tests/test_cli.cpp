@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(record_report_export_with_generations) {
 
     auto report = run({cli_path(), "report", out});
     BOOST_TEST(report.exit_code == 0);
-    BOOST_TEST(report.out.find("worker 1 (gen 2)") != std::string::npos);
+    BOOST_TEST(report.out.find("worker 1 (gen 2)") != std::string::npos, report.out);
     BOOST_TEST(report.out.find(data) != std::string::npos);
     BOOST_TEST(report.out.find("Σ PSS") != std::string::npos);
     auto json = nlohmann::json::parse(run({cli_path(), "report", "--json", out}).out);
@@ -98,6 +98,21 @@ BOOST_AUTO_TEST_CASE(sigterm_is_forwarded_and_the_recording_finished) {
     BOOST_TEST(rec.meta("exit_status") == "42");
     BOOST_TEST(rec.meta("stop_reason") == "Terminated");
     BOOST_TEST(!std::filesystem::exists(out + "-wal"));
+}
+
+BOOST_AUTO_TEST_CASE(sighup_is_forwarded) {
+    TempDir dir;
+    const std::string data = dir.file("data.bin"), out = dir.file("run.db");
+    make_file(data, 1 << 20);
+    Child recorder(record_argv(out, workload(data, 1, 1)), false);
+    BOOST_REQUIRE(recorder.wait_for_line("ready", 20s));
+    kill(recorder.pid(), SIGHUP); // the workload does not handle SIGHUP: it dies of it
+    auto status = recorder.wait(20s);
+    BOOST_REQUIRE(status.has_value());
+    BOOST_TEST(WEXITSTATUS(*status) == 128 + SIGHUP);
+    Recording rec(out);
+    BOOST_TEST(rec.meta("state") == "interrupted");
+    BOOST_TEST(rec.meta("exit_signal") == "Hangup");
 }
 
 BOOST_AUTO_TEST_CASE(sigkill_leaves_a_readable_recording) {

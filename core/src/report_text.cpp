@@ -121,22 +121,34 @@ void append_totals(std::string& out, const ReportData& r) {
     out += "\n";
 }
 
+// Compact sizes for the wide process table, as top prints them: 81.1M, 2.10G, 204K.
+std::string short_kib(const Kib& value) {
+    if (!value) return "n/a";
+    const double v = static_cast<double>(*value);
+    if (v >= 1024.0 * 1024.0) return fmt::format("{:.2f}G", v / (1024.0 * 1024.0));
+    if (v >= 1024.0) return fmt::format("{:.1f}M", v / 1024.0);
+    return fmt::format("{}K", *value);
+}
+
 void append_processes(std::string& out, const ReportData& r) {
-    out += "Processes (peak and final figures; ANON/FILE/SHMEM split the final RSS)\n";
-    out += fmt::format(
-        "  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-        "ID", "PID", "ROLE", "LIFETIME", "PEAK RSS", "FINAL RSS", "PEAK PSS", "FINAL PSS",
-        "PEAK USS", "ANON", "FILE", "SHMEM");
+    out += "Processes (peak / final of each figure; ANON, FILE, SHMEM split the final RSS)\n";
+    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^17} {:^17}\n", "",
+                       "", "", "", "RSS", "PSS", "USS");
+    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} "
+                       "{:>7}  {}\n",
+                       "ID", "PID", "ROLE", "LIFETIME", "peak", "final", "peak", "final", "peak",
+                       "final", "ANON", "FILE", "SHMEM", "COMM [END]");
     for (const auto& p : r.processes) {
         const auto& i = p.info;
-        std::string life = fmt::format("{}..{}", seconds(std::max<std::int64_t>(0, i.birth_ms)),
-                                       i.exit_ms ? seconds(*i.exit_ms) : std::string("end"));
-        out += fmt::format(
-            "  {:>3} {:>7} {:<18} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-            i.id, i.key.pid, process_label(i), life, kib(p.rss.value), kib(p.final_rss),
-            kib(p.pss.value), kib(p.final_pss), kib(p.uss.value), kib(p.final_anon),
-            kib(p.final_file), kib(p.final_shmem));
-        out += fmt::format("  {:>3} {:>7} {} [{}]\n", "", "", i.comm, exit_text(i));
+        std::string life = fmt::format("{:.1f}-{}", std::max<std::int64_t>(0, i.birth_ms) / 1000.0,
+                                       i.exit_ms ? fmt::format("{:.1f}s", *i.exit_ms / 1000.0)
+                                                 : std::string("end"));
+        out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} "
+                           "{:>7} {:>7}  {} [{}]\n",
+                           i.id, i.key.pid, process_label(i), life, short_kib(p.rss.value),
+                           short_kib(p.final_rss), short_kib(p.pss.value), short_kib(p.final_pss),
+                           short_kib(p.uss.value), short_kib(p.final_uss), short_kib(p.final_anon),
+                           short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(i));
     }
     out += "\n";
 }
