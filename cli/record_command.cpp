@@ -210,6 +210,7 @@ int run_record(RecordOptions& o) {
     std::optional<int> child_status;
     std::string stop_reason;
     bool stop = false;
+    bool write_failure_reported = false;
     while (!stop) {
         pollfd pfd{signal_fd, POLLIN, 0};
         poll(&pfd, 1, 200);
@@ -244,6 +245,11 @@ int run_record(RecordOptions& o) {
             stop = true;
         }
         session.pump();
+        if (auto error = session.write_error(); !error.empty() && !write_failure_reported) {
+            status.clear();
+            print_error(output + ": recording stopped, the command goes on: " + error);
+            write_failure_reported = true;
+        }
         status.update(session.status());
     }
     session.stop();
@@ -252,16 +258,22 @@ int run_record(RecordOptions& o) {
     const bool interrupted =
         attach ? !stop_reason.empty()
                : !stop_reason.empty() && child_status && WIFSIGNALED(*child_status);
-    if (child_status) {
-        recorder->set_meta("exit_status", std::to_string(exit_code_for_wait_status(*child_status)));
-        if (WIFSIGNALED(*child_status))
-            recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
+    try {
+        if (child_status) {
+            recorder->set_meta("exit_status",
+                               std::to_string(exit_code_for_wait_status(*child_status)));
+            if (WIFSIGNALED(*child_status))
+                recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
+        }
+        if (!stop_reason.empty()) recorder->set_meta("stop_reason", stop_reason);
+        recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
+    } catch (const std::exception& e) {
+        if (!write_failure_reported)
+            print_error(output + ": cannot finish the recording: " + e.what());
     }
-    if (!stop_reason.empty()) recorder->set_meta("stop_reason", stop_reason);
-    recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
     recorder.reset();
     if (!attach && markers_path == output + ".markers") ::unlink(markers_path.c_str());
-    if (!o.quiet)
+    if (!o.quiet && !write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());
     return child_status ? exit_code_for_wait_status(*child_status) : exit_ok;

@@ -41,6 +41,9 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
                                    &cgroup_problem_);
     snapshot_ = std::make_shared<const std::vector<ProcessInfo>>();
+    // Every key exists before the threads start: each thread then only updates its own entries.
+    for (const char* tier : {"fast", "cgroup", "rollup", "maps"})
+        tier_logged_[tier] = {-1, 0};
 }
 
 Session::~Session() {
@@ -105,7 +108,7 @@ void Session::fast_run(SampleBatch& batch) {
     const int count = static_cast<int>(snapshot->size());
     for (auto [name, interval] :
          {std::pair{"fast", &fast_interval_}, {"cgroup", &cgroup_interval_}}) {
-        auto& [logged_interval, logged_t] = tier_logged_[name];
+        auto& [logged_interval, logged_t] = tier_logged_.at(name);
         if (logged_interval != interval->interval_ms() || batch.t_ms - logged_t >= 10'000) {
             batch.tier_stats.push_back(
                 {name, interval->interval_ms(), interval->average_cpu_us(), count});
@@ -137,7 +140,7 @@ void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
     batch.t_ms = clock_.now_ms();
     const int count = static_cast<int>(live->size());
     auto log_tier = [&](const char* name, const AdaptiveInterval& interval) {
-        auto& [logged_interval, logged_t] = tier_logged_[name];
+        auto& [logged_interval, logged_t] = tier_logged_.at(name);
         if (logged_interval != interval.interval_ms() || batch.t_ms - logged_t >= 10'000) {
             batch.tier_stats.push_back(
                 {name, interval.interval_ms(), interval.average_cpu_us(), count});
@@ -198,9 +201,20 @@ void Session::pump() {
         std::lock_guard lock(queue_mutex_);
         batches.swap(queue_);
     }
-    for (const auto& batch : batches)
-        recorder_.write(batch);
-    recorder_.commit();
+    if (!write_error().empty()) return; // the recording is lost; keep the command running
+    try {
+        for (const auto& batch : batches)
+            recorder_.write(batch);
+        recorder_.commit();
+    } catch (const std::exception& e) {
+        std::lock_guard lock(error_mutex_);
+        write_error_ = e.what();
+    }
+}
+
+std::string Session::write_error() const {
+    std::lock_guard lock(error_mutex_);
+    return write_error_;
 }
 
 void Session::stop() {

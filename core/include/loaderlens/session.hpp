@@ -48,7 +48,10 @@ class Session {
     void start();
     // Writes what the sampling threads produced; call from the recorder's thread, at least once
     // a second (commits each call).
+    // A failed write (disk full...) stops the recording, never the command: see write_error().
     void pump();
+    // Why writing failed, empty while all is well.
+    std::string write_error() const;
     // Takes a last sample of everything, stops the threads, writes and commits.
     void stop();
 
@@ -93,7 +96,10 @@ class Session {
     std::atomic<std::int64_t> total_rss_{-1}, total_pss_{-1};
     std::atomic<int> processes_{0};
     std::thread fast_thread_, deep_thread_;
-    std::map<std::string, std::pair<std::int64_t, std::int64_t>> tier_logged_; // interval, t
+    // Per tier: the interval and time last written to tier_stats. Keys fixed at construction.
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> tier_logged_;
+    mutable std::mutex error_mutex_;
+    std::string write_error_;
 };
 
 } // namespace loaderlens
