@@ -8,7 +8,7 @@ bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build --target loaderlens loaderlens-test-workload
 
-data_dir=$(mktemp -d)
+data_dir=$(mktemp -d /var/tmp/loaderlens-demo.XXXXXX)  # not /tmp: it may be a tmpfs
 trap 'rm -rf "$data_dir"' EXIT
 head -c $((64 << 20)) /dev/urandom > "$data_dir/data.bin"
 recording=build/demo.db

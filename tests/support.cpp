@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -18,7 +19,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono;
 
 TempDir::TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "loaderlens-test-XXXXXX").string();
+    // $TMPDIR, else /var/tmp, not /tmp: /tmp may be a tmpfs, whose pages are shmem, and the tests
+    // measure page-cache file pages.
+    const char* tmpdir = std::getenv("TMPDIR");
+    const fs::path base = tmpdir && *tmpdir ? fs::path(tmpdir) : fs::path("/var/tmp");
+    std::string pattern = (base / "loaderlens-test-XXXXXX").string();
     if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
 }
