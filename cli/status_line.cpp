@@ -1,17 +1,11 @@
 #include "status_line.hpp"
 
+#include "loaderlens/units.hpp"
+
 #include <cstdio>
 #include <fmt/format.h>
 
 namespace loaderlens::cli {
-
-std::string human_kib(const Kib& kib) {
-    if (!kib) return "n/a";
-    const double value = static_cast<double>(*kib);
-    if (value >= 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", value / (1024.0 * 1024.0));
-    if (value >= 1024.0) return fmt::format("{:.1f} MiB", value / 1024.0);
-    return fmt::format("{} KiB", *kib);
-}
 
 void StatusLine::update(const LiveStatus& s) {
     if (!enabled_ || s.elapsed_ms - drawn_ms_ < 1000) return;
@@ -20,7 +14,7 @@ void StatusLine::update(const LiveStatus& s) {
     std::string line =
         fmt::format("loaderlens {:02}:{:02}:{:02}  {} processes  ΣRSS {}  ΣPSS {}  -> {}",
                     seconds / 3600, seconds / 60 % 60, seconds % 60, s.processes,
-                    human_kib(s.total_rss), human_kib(s.total_pss), output_);
+                    format_kib(s.total_rss), format_kib(s.total_pss), output_);
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
 }

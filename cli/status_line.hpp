@@ -19,7 +19,4 @@ class StatusLine {
     std::int64_t drawn_ms_ = -1000;
 };
 
-// "1.2 GiB", "420 MiB", "n/a" for an unavailable figure.
-std::string human_kib(const Kib& kib);
-
 } // namespace loaderlens::cli

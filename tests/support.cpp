@@ -18,6 +18,18 @@ namespace loaderlens::test {
 namespace fs = std::filesystem;
 using namespace std::chrono;
 
+namespace {
+// In a forked child: replace it with argv, or exit 127 as a shell would.
+[[noreturn]] void exec_or_exit(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+}
+} // namespace
+
 TempDir::TempDir() {
     // $TMPDIR, else /var/tmp, not /tmp: /tmp may be a tmpfs, whose pages are shmem, and the tests
     // measure page-cache file pages.
@@ -52,12 +64,7 @@ Child::Child(const std::vector<std::string>& argv, bool own_process_group) {
     if (pid_ == 0) {
         if (own_process_group) setpgid(0, 0);
         dup2(pipe_fds[1], STDOUT_FILENO);
-        std::vector<char*> args;
-        for (const auto& a : argv)
-            args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        _exit(127);
+        exec_or_exit(argv);
     }
     close(pipe_fds[1]);
     stdout_fd_ = pipe_fds[0];
@@ -116,12 +123,7 @@ RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
         dup2(err, STDERR_FILENO);
         int null = open("/dev/null", O_RDONLY);
         dup2(null, STDIN_FILENO);
-        std::vector<char*> args;
-        for (const auto& a : argv)
-            args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        _exit(127);
+        exec_or_exit(argv);
     }
     RunResult result;
     const auto deadline = steady_clock::now() + timeout;

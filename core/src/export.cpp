@@ -1,7 +1,8 @@
 #include "loaderlens/export.hpp"
 
+#include "json_util.hpp"
+
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 namespace loaderlens {
@@ -110,18 +111,7 @@ void export_json(const Recording& recording, std::ostream& out) {
     j["meta"] = recording.all_meta();
     j["processes"] = json::array();
     for (const auto& p : recording.processes())
-        j["processes"].push_back(
-            {{"id", p.id},
-             {"pid", p.key.pid},
-             {"ppid", p.ppid},
-             {"comm", p.comm},
-             {"cmdline", p.cmdline},
-             {"role", to_string(p.role)},
-             {"slot", p.slot >= 0 ? json(p.slot) : json(nullptr)},
-             {"generation", p.generation >= 0 ? json(p.generation) : json(nullptr)},
-             {"birth_ms", p.birth_ms},
-             {"exit_ms", value(p.exit_ms)},
-             {"exit_status", p.exit_status ? json(*p.exit_status) : json(nullptr)}});
+        j["processes"].push_back(json_util::process_identity(p));
     j["objects"] = json::array();
     for (const auto& o : recording.objects())
         j["objects"].push_back({{"id", o.id},

@@ -1,6 +1,5 @@
+#include "json_util.hpp"
 #include "loaderlens/report.hpp"
-
-#include <nlohmann/json.hpp>
 
 namespace loaderlens {
 
@@ -16,20 +15,8 @@ json peak(const Peak& p) {
 }
 
 json process_json(const ProcessSummary& p) {
-    const auto& i = p.info;
-    return {
-        {"id", i.id},
-        {"pid", i.key.pid},
-        {"ppid", i.ppid},
-        {"start_ticks", i.key.start_ticks},
-        {"comm", i.comm},
-        {"cmdline", i.cmdline},
-        {"role", to_string(i.role)},
-        {"slot", i.slot >= 0 ? json(i.slot) : json(nullptr)},
-        {"generation", i.generation >= 0 ? json(i.generation) : json(nullptr)},
-        {"birth_ms", i.birth_ms},
-        {"exit_ms", kib(i.exit_ms)},
-        {"exit_status", i.exit_status ? json(*i.exit_status) : json(nullptr)},
+    json out = json_util::process_identity(p.info);
+    out.update({
         {"peak_rss", peak(p.rss)},
         {"peak_pss", peak(p.pss)},
         {"peak_uss", peak(p.uss)},
@@ -41,7 +28,8 @@ json process_json(const ProcessSummary& p) {
           {"file", kib(p.final_file)},
           {"shmem", kib(p.final_shmem)},
           {"swap", kib(p.final_swap)}}},
-    };
+    });
+    return out;
 }
 
 } // namespace

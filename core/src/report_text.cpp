@@ -1,4 +1,5 @@
 #include "loaderlens/report.hpp"
+#include "loaderlens/units.hpp"
 
 #include <ctime>
 #include <fmt/format.h>
@@ -9,11 +10,10 @@ namespace loaderlens {
 namespace {
 
 std::string kib(const Kib& value) {
-    if (!value) return "n/a";
-    const double v = static_cast<double>(*value);
-    if (v >= 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024.0));
-    if (v >= 1024.0) return fmt::format("{:.1f} MiB", v / 1024.0);
-    return fmt::format("{} KiB", *value);
+    return format_kib(value);
+}
+std::string short_kib(const Kib& value) {
+    return format_kib(value, SizeStyle::compact);
 }
 
 std::string seconds(std::int64_t ms) {
@@ -121,23 +121,15 @@ void append_totals(std::string& out, const ReportData& r) {
     out += "\n";
 }
 
-// Compact sizes for the wide process table, as top prints them: 81.1M, 2.10G, 204K.
-std::string short_kib(const Kib& value) {
-    if (!value) return "n/a";
-    const double v = static_cast<double>(*value);
-    if (v >= 1024.0 * 1024.0) return fmt::format("{:.2f}G", v / (1024.0 * 1024.0));
-    if (v >= 1024.0) return fmt::format("{:.1f}M", v / 1024.0);
-    return fmt::format("{}K", *value);
-}
-
 void append_processes(std::string& out, const ReportData& r) {
     out += "Processes (peak / final of each figure; ANON, FILE, SHMEM split the final RSS)\n";
-    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^17} {:^17}\n", "",
-                       "", "", "", "RSS", "PSS", "USS");
-    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} "
-                       "{:>7}  {}\n",
-                       "ID", "PID", "ROLE", "LIFETIME", "peak", "final", "peak", "final", "peak",
-                       "final", "ANON", "FILE", "SHMEM", "COMM [END]");
+    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^17} {:^17}\n", "", "", "", "", "RSS",
+                       "PSS", "USS");
+    out +=
+        fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} "
+                    "{:>7}  {}\n",
+                    "ID", "PID", "ROLE", "LIFETIME", "peak", "final", "peak", "final", "peak",
+                    "final", "ANON", "FILE", "SHMEM", "COMM [END]");
     for (const auto& p : r.processes) {
         const auto& i = p.info;
         std::string life = fmt::format("{:.1f}-{}", std::max<std::int64_t>(0, i.birth_ms) / 1000.0,

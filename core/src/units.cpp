@@ -1,0 +1,17 @@
+#include "loaderlens/units.hpp"
+
+#include <fmt/format.h>
+
+namespace loaderlens {
+
+std::string format_kib(const Kib& kib, SizeStyle style) {
+    if (!kib) return "n/a";
+    const bool compact = style == SizeStyle::compact;
+    const double value = static_cast<double>(*kib);
+    if (value >= 1024.0 * 1024.0)
+        return fmt::format("{:.2f}{}", value / (1024.0 * 1024.0), compact ? "G" : " GiB");
+    if (value >= 1024.0) return fmt::format("{:.1f}{}", value / 1024.0, compact ? "M" : " MiB");
+    return fmt::format("{}{}", *kib, compact ? "K" : " KiB");
+}
+
+} // namespace loaderlens
