@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -169,6 +170,7 @@ int run_record(RecordOptions& o) {
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
     std::string markers_path;
+    bool own_markers = false; // created by us (and removed at the end), not the user's file
     if (attach) {
         tracker.scan_root = tracker.main_pid = o.pid;
         recorder->set_meta("mode", "attach");
@@ -177,8 +179,11 @@ int run_record(RecordOptions& o) {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         const char* user_markers = std::getenv("LOADERLENS_MARKERS");
-        markers_path = user_markers && *user_markers ? user_markers : output + ".markers";
-        if (!user_markers || !*user_markers) {
+        // Absolute: the command may change directory before it writes a marker.
+        own_markers = !user_markers || !*user_markers;
+        markers_path = own_markers ? std::filesystem::absolute(output + ".markers").string()
+                                   : std::filesystem::absolute(user_markers).string();
+        if (own_markers) {
             int fd = ::open(markers_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd >= 0) ::close(fd);
         }
@@ -189,7 +194,7 @@ int run_record(RecordOptions& o) {
             recorder.reset();
             for (const char* suffix : {"", "-wal", "-shm"})
                 ::unlink((output + suffix).c_str());
-            if (!user_markers || !*user_markers) ::unlink(markers_path.c_str());
+            if (own_markers) ::unlink(markers_path.c_str());
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
             return exit_code_for_exec_errno(launched.exec_errno);
         }
@@ -272,7 +277,7 @@ int run_record(RecordOptions& o) {
             print_error(output + ": cannot finish the recording: " + e.what());
     }
     recorder.reset();
-    if (!attach && markers_path == output + ".markers") ::unlink(markers_path.c_str());
+    if (own_markers) ::unlink(markers_path.c_str());
     if (!o.quiet && !write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());

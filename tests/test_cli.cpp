@@ -155,6 +155,21 @@ BOOST_AUTO_TEST_CASE(sigkill_leaves_a_readable_recording) {
     prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
+BOOST_AUTO_TEST_CASE(markers_from_a_command_that_changes_directory) {
+    TempDir dir;
+    const std::string out = dir.file("m.db");
+    // A relative -o: the marker file must still be found after the command's `cd`.
+    auto result = run({"sh", "-c",
+                       "cd " + dir.path().string() + " && " + cli_path() +
+                           " record -q -o m.db -- sh -c 'cd / && echo \"epoch 7\" >> "
+                           "\"$LOADERLENS_MARKERS\" && sleep 0.3'"});
+    BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    Recording rec(out);
+    BOOST_REQUIRE_EQUAL(rec.markers().size(), 1u);
+    BOOST_TEST(rec.markers()[0].text == "epoch 7");
+    BOOST_TEST(!std::filesystem::exists(out + ".markers")); // ours, removed at the end
+}
+
 BOOST_AUTO_TEST_CASE(exit_status_of_the_command) {
     TempDir dir;
     auto exit3 = run(record_argv(dir.file("a.db"), {"sh", "-c", "exit 3"}));

@@ -1,5 +1,6 @@
 #include "loaderlens/proc_text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -18,7 +19,8 @@ std::optional<std::string> read_text_file(const std::string& path, int* error) {
     std::string text;
     std::size_t used = 0;
     for (;;) {
-        if (text.size() - used < 16384) text.resize(used + 65536);
+        // Start small (a stat or status text is < 2 KiB) and double: smaps can be megabytes.
+        if (used == text.size()) text.resize(std::max<std::size_t>(4096, text.size() * 2));
         ssize_t n = ::read(fd, text.data() + used, text.size() - used);
         if (n < 0) {
             if (errno == EINTR) continue;
