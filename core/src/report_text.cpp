@@ -104,7 +104,8 @@ void append_totals(std::string& out, const ReportData& r) {
                         : t.cgroup_limit   ? "limit " + kib(t.cgroup_limit)
                                            : "limit n/a";
     if (!t.cgroup_version.empty())
-        out += fmt::format("  cgroup  {:<26} {} {} ({}), includes page cache charged to it\n",
+        out += fmt::format("  cgroup  {:<26} {} {} ({}): everything in that cgroup, page cache "
+                           "charged to it included\n",
                            peak(t.cgroup_usage), t.cgroup_version, t.cgroup_path, limit);
     else
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
@@ -117,6 +118,20 @@ void append_totals(std::string& out, const ReportData& r) {
                 "  -> Σ RSS is {:.1f}x Σ PSS: pages shared between processes (mapped files, "
                 "copy-on-write, shared memory) are counted once per process by RSS.\n",
                 ratio);
+        // Name the file that shares the most, so the gap has a cause a user can act on.
+        const FileSummary* top = nullptr;
+        for (const auto& f : r.files) {
+            const auto excess = f.total_rss.value.value_or(0) - f.total_pss.value.value_or(0);
+            if (!top ||
+                excess > top->total_rss.value.value_or(0) - top->total_pss.value.value_or(0))
+                top = &f;
+        }
+        if (ratio >= 1.5 && top &&
+            top->total_rss.value.value_or(0) >= 2 * top->total_pss.value.value_or(0))
+            out += fmt::format("  -> most of it is {}: Σ RSS {} but Σ PSS {} ({} processes mapped it) "
+                               "-- its page cache, counted once per process by RSS\n",
+                               top->object.path, kib(top->total_rss.value),
+                               kib(top->total_pss.value), top->processes.size());
     }
     out += "\n";
 }
