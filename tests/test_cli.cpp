@@ -170,6 +170,20 @@ BOOST_AUTO_TEST_CASE(markers_from_a_command_that_changes_directory) {
     BOOST_TEST(!std::filesystem::exists(out + ".markers")); // ours, removed at the end
 }
 
+BOOST_AUTO_TEST_CASE(output_name_expands_job_node_and_pid) {
+    TempDir dir;
+    auto result = run({"env", "SLURM_JOB_ID=4242", "SLURMD_NODENAME=gpu07", cli_path(), "record",
+                       "-q", "-o", dir.file("run-%j-%N-%p-100%%.db"), "--", "true"});
+    BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+        names.push_back(entry.path().filename().string());
+    BOOST_REQUIRE_EQUAL(names.size(), 1u);
+    BOOST_TEST(names[0].starts_with("run-4242-gpu07-"));
+    BOOST_TEST(names[0].ends_with("-100%.db"));
+    BOOST_TEST(Recording(dir.file(names[0])).meta("slurm_job_id") == "4242");
+}
+
 BOOST_AUTO_TEST_CASE(exit_status_of_the_command) {
     TempDir dir;
     auto exit3 = run(record_argv(dir.file("a.db"), {"sh", "-c", "exit 3"}));
