@@ -1,9 +1,12 @@
 // The tracker against real process trees: grandchildren, births and exits, PID reuse.
 #include "support.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -123,6 +126,106 @@ BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process) {
         return;
     }
     BOOST_FAIL("could not get the same PID twice in 10 attempts");
+}
+
+BOOST_AUTO_TEST_CASE(descendant_reusing_an_outsiders_pid_is_found) {
+    if (geteuid() != 0 || access("/proc/sys/kernel/ns_last_pid", W_OK) != 0) {
+        BOOST_TEST_MESSAGE("skipped: needs root to write /proc/sys/kernel/ns_last_pid");
+        return;
+    }
+    // root forks a child each time a byte arrives on its pipe.
+    int request[2];
+    BOOST_REQUIRE(pipe(request) == 0);
+    pid_t root = fork();
+    if (root == 0) {
+        close(request[1]);
+        char byte;
+        while (read(request[0], &byte, 1) == 1)
+            if (fork() == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); // die with root
+                pause();
+                _exit(0);
+            }
+        _exit(0);
+    }
+    close(request[0]);
+    RecordingClock clock;
+    TreeTracker tracker(TrackerOptions{.scan_root = root, .main_pid = root}, clock);
+    bool done = false;
+    for (int attempt = 0; attempt < 10 && !done; ++attempt) {
+        pid_t outsider = fork(); // our child, not root's: outside the tree
+        if (outsider == 0) {
+            pause();
+            _exit(0);
+        }
+        tracker.scan();
+        kill(outsider, SIGKILL);
+        waitpid(outsider, nullptr, 0);
+        std::this_thread::sleep_for(30ms);
+        {
+            std::ofstream last("/proc/sys/kernel/ns_last_pid");
+            last << outsider - 1;
+        }
+        BOOST_REQUIRE(write(request[1], "x", 1) == 1);
+        std::this_thread::sleep_for(50ms);
+        auto born = tracker.scan().born;
+        auto same =
+            std::find_if(born.begin(), born.end(), [&](auto& p) { return p.key.pid == outsider; });
+        done = same != born.end();
+    }
+    close(request[1]);
+    kill(root, SIGKILL);
+    waitpid(root, nullptr, 0);
+    BOOST_TEST(done, "a child of root that took a recently freed outsider PID was not found");
+}
+
+BOOST_AUTO_TEST_CASE(role_is_revised_after_an_exec_that_keeps_comm) {
+    // A child caught between fork and exec looks like a worker; after its exec (same comm, as
+    // python -> python under spawn) its command line says resource_tracker: a helper.
+    TempDir dir;
+    const std::string same_comm = dir.file("loaderlens_tests"); // comm "loaderlens_test"
+    std::filesystem::create_symlink("/bin/sh", same_comm);
+    RecordingClock clock;
+    TreeTracker tracker(
+        TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
+        clock);
+    tracker.scan();
+    int go[2];
+    BOOST_REQUIRE(pipe(go) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(1);
+        execl(same_comm.c_str(), "loaderlens_tests", "-c", "sleep 5", "resource_tracker", nullptr);
+        _exit(127);
+    }
+    auto born = tracker.scan().born;
+    BOOST_REQUIRE_EQUAL(born.size(), 1u);
+    BOOST_TEST(born[0].role == Role::worker);
+    BOOST_REQUIRE(write(go[1], "x", 1) == 1);
+    bool revised = false;
+    for (int i = 0; i < 50 && !revised; ++i) {
+        std::this_thread::sleep_for(20ms);
+        for (const auto& p : tracker.scan().renamed)
+            revised = revised || (p.key.pid == child && p.role == Role::helper && p.slot == -1);
+    }
+    BOOST_TEST(revised);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    close(go[0]);
+    close(go[1]);
+    // The slot it held was given back and its use undone: the next worker is slot 0, gen 0.
+    pid_t next = fork();
+    if (next == 0) {
+        pause();
+        _exit(0);
+    }
+    auto next_born = tracker.scan().born;
+    kill(next, SIGKILL);
+    waitpid(next, nullptr, 0);
+    BOOST_REQUIRE(!next_born.empty());
+    BOOST_TEST(next_born.back().slot == 0);
+    BOOST_TEST(next_born.back().generation == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -128,10 +128,11 @@ void append_totals(std::string& out, const ReportData& r) {
         }
         if (ratio >= 1.5 && top &&
             top->total_rss.value.value_or(0) >= 2 * top->total_pss.value.value_or(0))
-            out += fmt::format("  -> most of it is {}: Σ RSS {} but Σ PSS {} ({} processes mapped it) "
-                               "-- its page cache, counted once per process by RSS\n",
-                               top->object.path, kib(top->total_rss.value),
-                               kib(top->total_pss.value), top->processes.size());
+            out +=
+                fmt::format("  -> most of it is {}: Σ RSS {} but Σ PSS {} ({} processes mapped it) "
+                            "-- its page cache, counted once per process by RSS\n",
+                            top->object.path, kib(top->total_rss.value), kib(top->total_pss.value),
+                            top->processes.size());
     }
     out += "\n";
 }

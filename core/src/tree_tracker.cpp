@@ -41,19 +41,19 @@ TreeTracker::TreeTracker(TrackerOptions options, const RecordingClock& clock)
     if (options_.worker_match) worker_regex_.emplace(*options_.worker_match);
 }
 
-std::vector<pid_t> TreeTracker::list_proc() const {
-    std::vector<pid_t> pids;
+std::vector<TreeTracker::Listed> TreeTracker::list_proc() const {
+    std::vector<Listed> listed;
     DIR* dir = opendir("/proc");
-    if (!dir) return pids;
+    if (!dir) return listed;
     while (dirent* entry = readdir(dir)) {
         const char* name = entry->d_name;
         if (name[0] < '0' || name[0] > '9') continue;
         pid_t pid = 0;
         std::from_chars(name, name + std::char_traits<char>::length(name), pid);
-        if (pid > 0) pids.push_back(pid);
+        if (pid > 0) listed.push_back({pid, entry->d_ino});
     }
     closedir(dir);
-    return pids;
+    return listed;
 }
 
 bool TreeTracker::is_worker(const ProcessInfo& info) const {
@@ -77,26 +77,38 @@ void TreeTracker::assign_role(ProcessInfo& info) {
     }
 }
 
+void TreeTracker::reassign_role(ProcessInfo& info) {
+    if (info.role == Role::main) return;
+    const bool worker = is_worker(info);
+    if (worker == (info.role == Role::worker)) return;
+    if (info.role == Role::worker) { // caught before its exec: it was never a worker
+        slots_.cancel(info.slot);
+        info.slot = info.generation = -1;
+    }
+    assign_role(info);
+}
+
 TreeChanges TreeTracker::scan() {
     TreeChanges changes;
     const std::int64_t now = clock_.now_ms();
     const pid_t self = getpid();
-    std::vector<pid_t> listing = list_proc();
+    std::vector<Listed> listing = list_proc();
 
-    // 1. Refresh what we know: new PIDs and tree members are read, the rest is assumed unchanged.
+    // 1. Refresh what we know. A PID seen before, outside the tree, with the same /proc inode is
+    //    the same process (a new process under a reused PID gets a new inode): not read again.
+    //    New PIDs, changed inodes and tree members are read.
     std::unordered_map<pid_t, StatFields> fresh;
     std::unordered_map<pid_t, Known> still_there;
     still_there.reserve(listing.size());
-    for (pid_t pid : listing) {
+    for (const auto& [pid, inode] : listing) {
         auto old = known_.find(pid);
-        bool member = false;
-        if (old != known_.end()) member = live_.contains(ProcessKey{pid, old->second.start_ticks});
-        if (old != known_.end() && !member) {
+        if (old != known_.end() && old->second.inode == inode &&
+            !live_.contains(ProcessKey{pid, old->second.start_ticks})) {
             still_there.emplace(pid, old->second);
             continue;
         }
         if (auto stat = read_stat(pid)) {
-            still_there.emplace(pid, Known{stat->start_ticks, stat->ppid});
+            still_there.emplace(pid, Known{stat->start_ticks, stat->ppid, inode});
             fresh.emplace(pid, std::move(*stat));
         }
     }
@@ -125,15 +137,20 @@ TreeChanges TreeTracker::scan() {
         it = live_.erase(it);
     }
 
-    // 3. Renames of live members (exec or prctl(PR_SET_NAME), e.g. pt_data_worker).
+    // 3. Renames of live members: exec or prctl(PR_SET_NAME), e.g. pt_data_worker. A young
+    //    process may still exec without changing comm (python -> python under spawn or
+    //    forkserver), so its command line is read again during its first seconds.
     for (auto& [key, info] : live_) {
         auto stat = fresh.find(key.pid);
         if (stat == fresh.end()) continue;
         info.ppid = stat->second.ppid;
-        if (stat->second.comm == info.comm) continue;
+        const bool young = now - info.birth_ms < young_ms;
+        if (stat->second.comm == info.comm && !young) continue;
+        std::string cmdline = read_cmdline(key.pid);
+        if (stat->second.comm == info.comm && cmdline == info.cmdline) continue;
         info.comm = stat->second.comm;
-        info.cmdline = read_cmdline(key.pid);
-        if (info.role == Role::helper && is_worker(info)) assign_role(info);
+        info.cmdline = std::move(cmdline);
+        reassign_role(info);
         changes.renamed.push_back(info);
     }
 

@@ -18,4 +18,10 @@ void WorkerSlots::release(int slot) {
     if (slot >= 0 && static_cast<std::size_t>(slot) < busy_.size()) busy_[slot] = false;
 }
 
+void WorkerSlots::cancel(int slot) {
+    if (slot < 0 || static_cast<std::size_t>(slot) >= busy_.size()) return;
+    busy_[slot] = false;
+    --times_used_[slot];
+}
+
 } // namespace loaderlens

@@ -6,6 +6,7 @@
 // lists /proc and keeps the parent of every PID it has seen: only PIDs that are new since the last
 // tick, and members of the tree, have their /proc/PID/stat read again. A tick therefore costs one
 // directory listing plus one small read per tree member, not one read per process on the machine.
+// The listing's inode numbers tell a reused PID from the process seen before.
 #pragma once
 
 #include "loaderlens/clock.hpp"
@@ -16,6 +17,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <sys/types.h>
 #include <unordered_map>
 #include <vector>
 
@@ -51,10 +53,18 @@ class TreeTracker {
     struct Known {
         std::uint64_t start_ticks = 0;
         pid_t ppid = 0;
+        ino_t inode = 0; // of /proc/PID: a new process under a reused PID gets a new one
     };
+    struct Listed {
+        pid_t pid;
+        ino_t inode;
+    };
+    // How long after birth a process's command line is re-read to catch an exec.
+    static constexpr std::int64_t young_ms = 3000;
     bool is_worker(const ProcessInfo& info) const;
     void assign_role(ProcessInfo& info);
-    std::vector<pid_t> list_proc() const;
+    void reassign_role(ProcessInfo& info);
+    std::vector<Listed> list_proc() const;
 
     TrackerOptions options_;
     const RecordingClock& clock_;

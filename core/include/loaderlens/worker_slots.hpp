@@ -16,6 +16,8 @@ class WorkerSlots {
     Assignment acquire();
     // Frees the slot of a worker that exited.
     void release(int slot);
+    // Undoes acquire() for a process that turned out not to be a worker (recognised after exec).
+    void cancel(int slot);
 
   private:
     std::vector<bool> busy_;
