@@ -1,11 +1,13 @@
 // `loaderlens record`: runs a command (or attaches to a PID) and records its process tree.
 #include "commands.hpp"
 #include "loaderlens/launcher.hpp"
+#include "loaderlens/proc_text.hpp"
 #include "loaderlens/session.hpp"
 #include "output_name.hpp"
 #include "status_line.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -24,7 +26,7 @@ namespace {
 struct RecordOptions {
     std::string output = "loaderlens-%N-%p.db";
     bool force = false;
-    pid_t pid = 0;
+    std::optional<pid_t> pid;
     std::vector<std::string> command;
     std::vector<std::string> intervals;
     std::string cpu_budget = "5%";
@@ -43,7 +45,8 @@ std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
             value *= 1000;
         else if (!unit.empty() && unit != "ms")
             return std::nullopt;
-        if (value < 1) return std::nullopt;
+        // A day at most: beyond that (or inf, nan) it is a typo, not an interval.
+        if (!std::isfinite(value) || value < 1 || value > 86'400'000) return std::nullopt;
         return static_cast<std::int64_t>(value);
     } catch (const std::exception&) {
         return std::nullopt;
@@ -79,7 +82,7 @@ std::optional<double> parse_budget(const std::string& text) {
             value /= 100;
         else if (used != text.size())
             return std::nullopt;
-        if (value <= 0 || value > 1) return std::nullopt;
+        if (!std::isfinite(value) || value <= 0 || value > 1) return std::nullopt;
         return value;
     } catch (const std::exception&) {
         return std::nullopt;
@@ -91,6 +94,31 @@ std::string join(const std::vector<std::string>& words) {
     for (const auto& w : words)
         out += (out.empty() ? "" : " ") + w;
     return out;
+}
+
+// Why `pid` cannot be attached to, or nothing when it can.
+std::optional<std::string> attach_problem(pid_t pid) {
+    if (pid <= 0) return "not a process ID";
+    auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+    auto fields = stat ? parse_stat(*stat) : std::nullopt;
+    if (!fields) return "no such process";
+    if (fields->state == 'Z') return "is a zombie: it has exited and holds no memory";
+    // /proc/TID/stat of a thread exists too, but threads are not listed in /proc.
+    auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
+    if (status && status->find("\nTgid:\t" + std::to_string(pid) + "\n") == std::string::npos)
+        return "is a thread, not a process: give its process ID (Tgid in /proc/PID/status)";
+    return std::nullopt;
+}
+
+// Whether a signal the recorder received must be passed on to the command.
+//  - Sent with kill() (scancel, timeout, a user): it reached only us. Forward.
+//  - From the terminal (SI_KERNEL): Ctrl-C and Ctrl-\ reach the whole foreground process group,
+//    the command included, unless the command moved to a group of its own. A hangup reaches only
+//    the session leader, which may be us (ssh -t host loaderlens record ...). Forward those.
+bool must_forward(const signalfd_siginfo& info, pid_t child) {
+    if (info.ssi_code != SI_KERNEL) return true;
+    if (static_cast<int>(info.ssi_signo) == SIGHUP) return true;
+    return getpgid(child) != getpgrp();
 }
 
 // Signals the recorder handles through a signalfd instead of dying from them.
@@ -115,7 +143,7 @@ void write_host_meta(Recorder& recorder, const RecordingClock& clock) {
 }
 
 int run_record(RecordOptions& o) {
-    const bool attach = o.pid != 0;
+    const bool attach = o.pid.has_value();
     if (attach == !o.command.empty()) {
         print_error(attach ? "record: give either --pid or a command after --, not both"
                            : "record: nothing to record: give --pid PID or -- COMMAND [ARGS...]");
@@ -139,9 +167,11 @@ int run_record(RecordOptions& o) {
             return exit_bad_input;
         }
     }
-    if (attach && kill(o.pid, 0) != 0 && errno == ESRCH) {
-        print_error("--pid " + std::to_string(o.pid) + ": no such process");
-        return exit_bad_input;
+    if (attach) {
+        if (auto problem = attach_problem(*o.pid)) {
+            print_error("--pid " + std::to_string(*o.pid) + ": " + *problem);
+            return exit_bad_input;
+        }
     }
 
     const std::string output = expand_output_name(o.output);
@@ -172,9 +202,9 @@ int run_record(RecordOptions& o) {
     std::string markers_path;
     bool own_markers = false; // created by us (and removed at the end), not the user's file
     if (attach) {
-        tracker.scan_root = tracker.main_pid = o.pid;
+        tracker.scan_root = tracker.main_pid = *o.pid;
         recorder->set_meta("mode", "attach");
-        recorder->set_meta("command", read_cmdline(o.pid));
+        recorder->set_meta("command", read_cmdline(*o.pid));
     } else {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -230,12 +260,15 @@ int run_record(RecordOptions& o) {
                 }
                 continue;
             }
-            // A signal from the terminal (SI_KERNEL) already reached the whole foreground group,
-            // the command included; one sent with kill() (scancel, timeout) reached only us.
-            if (info.ssi_code != SI_KERNEL) kill(child, sig);
+            if (must_forward(info, child)) kill(child, sig);
             if (sig != SIGUSR1 && sig != SIGUSR2) {
-                recorder->set_meta("signal_received", strsignal(sig));
                 stop_reason = strsignal(sig);
+                if (session.write_error().empty()) {
+                    try {
+                        recorder->set_meta("signal_received", stop_reason);
+                    } catch (const std::exception&) { // the next pump() reports the write error
+                    }
+                }
             }
         }
         if (!attach) {

@@ -8,6 +8,16 @@
 
 namespace loaderlens::cli {
 
+namespace {
+// A full disk or a closed pipe must not pass for a complete report.
+int finish_output(std::ostream& out, const std::string& where) {
+    out.flush();
+    if (out) return exit_ok;
+    print_error(where + ": cannot write the output (disk full or pipe closed?)");
+    return exit_internal;
+}
+} // namespace
+
 Runner add_report(CLI::App& app) {
     struct Options {
         std::string file;
@@ -23,7 +33,7 @@ Runner add_report(CLI::App& app) {
             Recording recording(o->file);
             ReportData data = build_report(recording);
             std::cout << (o->json ? render_report_json(data) : render_report_text(data));
-            return exit_ok;
+            return finish_output(std::cout, "standard output");
         } catch (const RecordingError& e) {
             print_error(e.what());
             return exit_bad_input;
@@ -58,7 +68,7 @@ Runner add_export(CLI::App& app) {
                 export_json(recording, out);
             else
                 export_csv(recording, out);
-            return exit_ok;
+            return finish_output(out, o->output.empty() ? "standard output" : o->output);
         } catch (const RecordingError& e) {
             print_error(e.what());
             return exit_bad_input;

@@ -119,7 +119,11 @@ BOOST_AUTO_TEST_CASE(sigkill_leaves_a_readable_recording) {
     TempDir dir;
     const std::string data = dir.file("data.bin"), out = dir.file("run.db");
     make_file(data, 1 << 20);
-    prctl(PR_SET_CHILD_SUBREAPER, 1); // the orphaned workload comes to us, to be killed below
+    // The orphaned workload comes to us, to be killed below; undone even if a REQUIRE fails.
+    struct Subreaper {
+        Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+        ~Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+    } subreaper;
     Child recorder(record_argv(out, workload(data, 2, 1)), false);
     BOOST_REQUIRE(recorder.wait_for_line("ready", 20s));
 
@@ -152,7 +156,6 @@ BOOST_AUTO_TEST_CASE(sigkill_leaves_a_readable_recording) {
         if (waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) break;
         std::this_thread::sleep_for(10ms);
     }
-    prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 BOOST_AUTO_TEST_CASE(markers_from_a_command_that_changes_directory) {
@@ -210,6 +213,27 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_one_line_and_an_exit_code) {
     expect(run(record_argv(dir.file("x.db"), {not_executable})), 126, "Permission denied");
     expect(run(record_argv(dir.file("no/dir/r.db"), {"true"})), 2, "cannot create");
     expect(run({cli_path(), "record", "-o", dir.file("n.db")}), 2, "nothing to record");
+    expect(run({cli_path(), "record", "-o", dir.file("z.db"), "--pid", "0"}), 2,
+           "not a process ID");
+    pid_t zombie = fork();
+    if (zombie == 0) _exit(0);
+    siginfo_t info{};
+    waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT);
+    expect(run({cli_path(), "record", "-o", dir.file("z.db"), "--pid", std::to_string(zombie)}), 2,
+           "zombie");
+    waitpid(zombie, nullptr, 0);
+    pid_t thread_id = 0;
+    std::thread thread([&] {
+        thread_id = gettid();
+        std::this_thread::sleep_for(200ms);
+    });
+    while (thread_id == 0)
+        std::this_thread::sleep_for(1ms);
+    expect(run({cli_path(), "record", "-o", dir.file("t.db"), "--pid", std::to_string(thread_id)}),
+           2, "is a thread");
+    thread.join();
+    expect(run({cli_path(), "record", "--cpu-budget", "nan%", "--", "true"}), 2, "--cpu-budget");
+    expect(run({cli_path(), "record", "--interval", "maps=inf", "--", "true"}), 2, "--interval");
     expect(run({cli_path(), "record", "--interval", "fast=soon", "--", "true"}), 2, "--interval");
 
     BOOST_TEST(run(record_argv(dir.file("e.db"), {"true"})).exit_code == 0);

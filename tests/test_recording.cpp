@@ -1,11 +1,15 @@
 // Recorder and reader: round trip, unavailable values, and files that are not (whole) recordings.
+#include "loaderlens/export.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
+#include "loaderlens/report.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
@@ -91,6 +95,29 @@ BOOST_AUTO_TEST_CASE(round_trip) {
     BOOST_TEST(rec.fast(100).empty()); // live readers ask for what is newer than they have
     // finish() folded the WAL in: the recording is one file.
     BOOST_TEST(!std::filesystem::exists(dir.file("run.db-wal")));
+}
+
+BOOST_AUTO_TEST_CASE(json_survives_bytes_that_are_not_utf8) {
+    // The kernel cuts comm at 15 bytes, maybe inside a UTF-8 character; paths may be Latin-1.
+    TempDir dir;
+    const std::string path = dir.file("latin.db");
+    {
+        Recorder recorder(path, false);
+        SampleBatch batch = example_batch();
+        batch.born[1].comm = "xxxxxxxxxxxxxx\xc3";
+        batch.born[1].cmdline = "python caf\xe9.py";
+        recorder.write(batch);
+        recorder.finish("finished", 200);
+    }
+    Recording rec(path);
+    std::string report;
+    BOOST_REQUIRE_NO_THROW(report = render_report_json(build_report(rec)));
+    BOOST_TEST(nlohmann::json::parse(report)["processes"].size() == 2u);
+    std::ostringstream exported;
+    BOOST_REQUIRE_NO_THROW(export_json(rec, exported));
+    BOOST_TEST(nlohmann::json::parse(exported.str())["processes"][1]["cmdline"]
+                   .get<std::string>()
+                   .starts_with("python caf"));
 }
 
 BOOST_AUTO_TEST_CASE(refuses_to_overwrite) {

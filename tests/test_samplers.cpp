@@ -6,6 +6,7 @@
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +127,32 @@ BOOST_AUTO_TEST_CASE(maps_tier_per_file) {
     }
     BOOST_TEST(workers_mapping == workers);
     BOOST_TEST(within(file_pss, file_kb), "Σ PSS of the file " << file_pss);
+}
+
+BOOST_AUTO_TEST_CASE(rollup_follows_a_process_through_exec) {
+    // The kept-open smaps_rollup pins the address space it was opened on; after an exec the
+    // sampler must open it again rather than take the process for gone.
+    pid_t child = fork();
+    if (child == 0) {
+        usleep(300'000);
+        execl("/bin/sleep", "sleep", "5", nullptr);
+        _exit(127);
+    }
+    RecordingClock clock;
+    TreeTracker tracker(TrackerOptions{.scan_root = child, .main_pid = child}, clock);
+    auto live = track_until(tracker, 1);
+    BOOST_REQUIRE_EQUAL(live.size(), 1u);
+    RollupSampler rollup;
+    std::vector<RollupSample> before, after;
+    Problems problems;
+    rollup.sample(live, before, problems);
+    usleep(700'000); // now it runs sleep
+    rollup.sample(live, after, problems);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    BOOST_TEST(before.size() == 1u);
+    BOOST_TEST(after.size() == 1u);
+    BOOST_TEST(problems.empty());
 }
 
 BOOST_AUTO_TEST_CASE(unreadable_rollup_is_unavailable_not_zero) {

@@ -67,7 +67,10 @@ BOOST_AUTO_TEST_CASE(births_exits_and_exit_status) {
     BOOST_TEST(changes.born[0].role == Role::worker);
     BOOST_TEST(changes.born[0].slot == 0);
     kill(child, SIGTERM);
-    std::this_thread::sleep_for(50ms); // a zombie now: the tracker reads its exit code from stat
+    // Once it is a zombie (not reaped: waitid with WNOWAIT), the tracker reads its exit code
+    // from /proc/PID/stat.
+    siginfo_t info{};
+    BOOST_REQUIRE(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) == 0);
     changes = tracker.scan();
     BOOST_REQUIRE_EQUAL(changes.exited.size(), 1u);
     BOOST_REQUIRE(changes.exited[0].exit_status.has_value());

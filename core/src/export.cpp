@@ -183,7 +183,9 @@ void export_json(const Recording& recording, std::ostream& out) {
     j["markers"] = json::array();
     for (const auto& m : recording.markers())
         j["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
-    out << j.dump() << "\n";
+    // comm is cut at 15 bytes (maybe inside a UTF-8 character), paths may be Latin-1:
+    // replace bad bytes, never fail the whole output.
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 } // namespace loaderlens

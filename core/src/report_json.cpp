@@ -82,7 +82,9 @@ std::string render_report_json(const ReportData& r) {
     for (const auto& [tm, u] : r.unavailable)
         out["unavailable"].push_back(
             {{"t_ms", tm}, {"process_id", u.process_id}, {"tier", u.tier}, {"reason", u.reason}});
-    return out.dump(2) + "\n";
+    // comm is cut at 15 bytes (maybe inside a UTF-8 character), paths may be Latin-1:
+    // replace bad bytes, never fail the whole output.
+    return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 } // namespace loaderlens

@@ -19,21 +19,30 @@ void RollupSampler::forget(const ProcessKey& key) {
     fds_.erase(it);
 }
 
+int RollupSampler::open_rollup(const ProcessInfo& info, Problems& problems) {
+    const std::string dir = "/proc/" + std::to_string(info.key.pid);
+    int fd = ::open((dir + "/smaps_rollup").c_str(), O_RDONLY | O_CLOEXEC);
+    // ENOENT while /proc/PID still exists means a kernel older than 4.14.
+    if (fd < 0 && (errno != ENOENT || access(dir.c_str(), F_OK) == 0))
+        problems.push_back({info.id, "rollup", unavailable_reason("smaps_rollup", errno)});
+    return fd;
+}
+
 void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<RollupSample>& out,
                            Problems& problems) {
     for (const ProcessInfo& info : live) {
         auto [it, inserted] = fds_.try_emplace(info.key, -1);
-        if (inserted) {
-            std::string path = "/proc/" + std::to_string(info.key.pid) + "/smaps_rollup";
-            it->second = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-            // ENOENT while /proc/PID still exists means a kernel older than 4.14.
-            if (it->second < 0 &&
-                (errno != ENOENT ||
-                 access(("/proc/" + std::to_string(info.key.pid)).c_str(), F_OK) == 0))
-                problems.push_back({info.id, "rollup", unavailable_reason("smaps_rollup", errno)});
-        }
+        if (inserted) it->second = open_rollup(info, problems);
         if (it->second < 0) continue;
         long n = pread_whole(it->second, buffer_);
+        if (n <= 0) {
+            // The open file pins the address space the process had at open(): after an exec
+            // it reads as empty or ESRCH although the process lives on. Open it again once.
+            ::close(it->second);
+            it->second = open_rollup(info, problems);
+            if (it->second < 0) continue;
+            n = pread_whole(it->second, buffer_);
+        }
         if (n < 0 && n != -ESRCH && n != -ENOENT)
             problems.push_back(
                 {info.id, "rollup", unavailable_reason("smaps_rollup", static_cast<int>(-n))});

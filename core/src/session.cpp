@@ -69,7 +69,8 @@ void Session::push(SampleBatch&& batch) {
 
 void Session::fast_run(SampleBatch& batch) {
     const std::int64_t cpu_start = thread_cpu_ns();
-    batch.t_ms = clock_.now_ms();
+    // Strictly increasing: rows of one run are summed by t_ms, two runs must never share one.
+    batch.t_ms = last_fast_t_ = std::max(clock_.now_ms(), last_fast_t_ + 1);
     std::vector<ProcessInfo> live;
     {
         std::lock_guard lock(tracker_mutex_);
@@ -87,13 +88,16 @@ void Session::fast_run(SampleBatch& batch) {
         total += s.rss.value_or(0);
     total_rss_ = batch.fast.empty() ? -1 : total;
     processes_ = static_cast<int>(live.size());
-    if (!live.empty() || !batch.exited.empty()) tree_gone_ = live.empty();
+    tree_gone_ = live.empty(); // also when the root was gone before the first scan
     if (markers_) batch.markers = markers_->poll(batch.t_ms);
 
     // Publish the tree for the deep thread only after the births are queued, so their process
     // rows are written before any deep sample that refers to them.
     auto snapshot = std::make_shared<const std::vector<ProcessInfo>>(std::move(live));
-    fast_interval_.observe_run(thread_cpu_ns() - cpu_start);
+    // The first scan reads every process on the machine once; later ones only what changed.
+    // Counting it would stretch the 10 Hz tier for its first seconds.
+    if (!first_fast_run_) fast_interval_.observe_run(thread_cpu_ns() - cpu_start);
+    first_fast_run_ = false;
 
     if (batch.t_ms >= next_cgroup_ms_) {
         const std::int64_t cgroup_start = thread_cpu_ns();
@@ -131,13 +135,14 @@ void Session::fast_loop() {
     } while (sleep_until(due));
 }
 
-void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
+std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& batch, bool rollup,
+                                                                  bool maps) {
     std::shared_ptr<const std::vector<ProcessInfo>> live;
     {
         std::lock_guard lock(snapshot_mutex_);
         live = snapshot_;
     }
-    batch.t_ms = clock_.now_ms();
+    batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
     auto log_tier = [&](const char* name, const AdaptiveInterval& interval) {
         auto& [logged_interval, logged_t] = tier_logged_.at(name);
@@ -167,6 +172,7 @@ void Session::deep_run(SampleBatch& batch, bool rollup, bool maps) {
         log_tier("maps", maps_interval_);
     }
     push(std::move(batch));
+    return live;
 }
 
 void Session::deep_loop() {
@@ -179,17 +185,13 @@ void Session::deep_loop() {
         const bool do_rollup = now >= next_rollup, do_maps = now >= next_maps;
         if (do_rollup || do_maps) {
             SampleBatch batch;
-            deep_run(batch, do_rollup, do_maps);
+            auto sampled = deep_run(batch, do_rollup, do_maps);
             if (do_rollup)
                 next_rollup = std::max(now + rollup_interval_.interval_ms(), clock_.now_ms());
             if (do_maps) next_maps = std::max(now + maps_interval_.interval_ms(), clock_.now_ms());
-            std::shared_ptr<const std::vector<ProcessInfo>> live;
-            {
-                std::lock_guard lock(snapshot_mutex_);
-                live = snapshot_;
-            }
-            forget_missing(rollup_, previous, *live);
-            previous = *live;
+            // Close the files of processes sampled last time and gone from this run's tree.
+            forget_missing(rollup_, previous, *sampled);
+            previous = *sampled;
         }
         if (!sleep_until(std::min(next_rollup, next_maps))) break;
     }

@@ -58,6 +58,7 @@ class RollupSampler {
     void forget(const ProcessKey& key);
 
   private:
+    int open_rollup(const ProcessInfo& info, Problems& problems);
     std::map<ProcessKey, int> fds_;
     std::string buffer_;
 };

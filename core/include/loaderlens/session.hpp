@@ -64,7 +64,9 @@ class Session {
     void fast_loop();
     void deep_loop();
     void fast_run(SampleBatch& batch);
-    void deep_run(SampleBatch& batch, bool rollup, bool maps);
+    // Returns the tree it sampled.
+    std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, bool rollup,
+                                                             bool maps);
     void push(SampleBatch&& batch);
     bool sleep_until(std::int64_t due_ms);
 
@@ -82,6 +84,8 @@ class Session {
     std::string cgroup_problem_;
     AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_;
     std::int64_t next_cgroup_ms_ = 0;
+    std::int64_t last_fast_t_ = -1, last_deep_t_ = -1; // each owned by its thread
+    bool first_fast_run_ = true;
 
     mutable std::mutex snapshot_mutex_;
     std::shared_ptr<const std::vector<ProcessInfo>> snapshot_;
