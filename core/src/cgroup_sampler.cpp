@@ -115,7 +115,7 @@ std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why) 
         if (mount.fstype != "cgroup2" || v2_path.empty()) continue;
         std::string dir = join_under(mount, v2_path);
         if (access((dir + "/memory.current").c_str(), R_OK) == 0)
-            return CgroupLocation{"v2", v2_path, dir};
+            return CgroupLocation{"v2", v2_path, dir, mount.point};
     }
     for (const Mount& mount : mounts) {
         if (mount.fstype != "cgroup" || v1_path.empty() ||
@@ -123,7 +123,7 @@ std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why) 
             continue;
         std::string dir = join_under(mount, v1_path);
         if (access((dir + "/memory.usage_in_bytes").c_str(), R_OK) == 0)
-            return CgroupLocation{"v1", v1_path, dir};
+            return CgroupLocation{"v1", v1_path, dir, mount.point};
     }
     if (why)
         *why =
@@ -140,7 +140,16 @@ CgroupSample read_cgroup(const CgroupLocation& where) {
     if (where.version == "v2") {
         s.usage = read_bytes_as_kib(d + "/memory.current");
         s.peak = read_bytes_as_kib(d + "/memory.peak"); // Linux >= 5.19
-        s.limit = read_bytes_as_kib(d + "/memory.max", &s.unlimited);
+        // The effective limit is the smallest memory.max from here up to the root we can see.
+        s.unlimited = true;
+        for (std::string dir = d; dir.size() >= where.mount_point.size();
+             dir = dir.substr(0, dir.rfind('/'))) {
+            bool unlimited = false;
+            Kib limit = read_bytes_as_kib(dir + "/memory.max", &unlimited);
+            if (limit && (!s.limit || *limit < *s.limit)) s.limit = limit;
+            if (dir == where.mount_point) break;
+        }
+        if (s.limit) s.unlimited = false;
         if (auto stat = read_text_file(d + "/memory.stat")) {
             s.anon = stat_kib(*stat, {"anon"});
             s.file = stat_kib(*stat, {"file"});
@@ -163,6 +172,15 @@ CgroupSample read_cgroup(const CgroupLocation& where) {
             s.file_mapped = stat_kib(*stat, {"total_mapped_file", "mapped_file"});
             s.active_file = stat_kib(*stat, {"total_active_file", "active_file"});
             s.inactive_file = stat_kib(*stat, {"total_inactive_file", "inactive_file"});
+            // With use_hierarchy (always on since 5.x) this is the smallest limit up the tree.
+            if (auto hierarchical = read_keyed(*stat, "hierarchical_memory_limit")) {
+                if (*hierarchical >= (std::int64_t{1} << 60)) {
+                    s.unlimited = !s.limit;
+                } else {
+                    s.limit = *hierarchical / 1024;
+                    s.unlimited = false;
+                }
+            }
         }
         if (auto failcnt = read_text_file(d + "/memory.failcnt")) {
             std::int64_t count = 0;

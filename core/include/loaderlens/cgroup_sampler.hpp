@@ -12,6 +12,7 @@ struct CgroupLocation {
     std::string version;     // "v2" or "v1"
     std::string cgroup_path; // as in /proc/PID/cgroup
     std::string directory;   // where its files are, e.g. /sys/fs/cgroup/memory/<path>
+    std::string mount_point; // the hierarchy's root as mounted here: ancestors stop there
 };
 
 // Finds the memory cgroup of `pid` from /proc/PID/cgroup and /proc/self/mountinfo. Prefers v2 when
@@ -19,7 +20,9 @@ struct CgroupLocation {
 // Returns nullopt with `why` set when neither can be read.
 std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why = nullptr);
 
-// Reads the cgroup files into a sample; missing files leave their figures unavailable.
+// Reads the cgroup files into a sample; missing files leave their figures unavailable. The limit
+// is the effective one: the smallest of the cgroup's and its ancestors' (SLURM and systemd set
+// limits on the job or slice, while the processes sit in an unlimited child).
 CgroupSample read_cgroup(const CgroupLocation& location);
 
 // /proc/meminfo and statvfs("/dev/shm").
