@@ -1,6 +1,7 @@
 #include "loaderlens/report.hpp"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 namespace loaderlens {
@@ -41,6 +42,12 @@ ReportData build_report(const Recording& recording) {
     if (!r.finished) r.duration_ms = std::max<std::int64_t>(0, recording.last_sample_ms());
     r.markers = recording.markers();
     r.unavailable = recording.unavailable();
+    std::set<std::int64_t> unreadable;
+    for (const auto& [t, u] : r.unavailable)
+        if (u.tier == "rollup" && u.process_id != 0 &&
+            u.reason.find("Pss_Anon") == std::string::npos)
+            unreadable.insert(u.process_id);
+    r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
 
     std::unordered_map<std::int64_t, std::size_t> index;
     for (auto& p : recording.processes()) {

@@ -67,7 +67,8 @@ std::string render_report_json(const ReportData& r) {
                      {"cgroup_unlimited", t.cgroup_unlimited},
                      {"cgroup_version", t.cgroup_version},
                      {"cgroup_path", t.cgroup_path},
-                     {"cgroup_oom_kills", kib(t.oom_kills)}};
+                     {"cgroup_oom_kills", kib(t.oom_kills)},
+                     {"pss_uss_unreadable_processes", t.rollup_unreadable}};
     out["tiers"] = json::array();
     for (const auto& s : r.tiers)
         out["tiers"].push_back({{"tier", s.tier},

@@ -100,6 +100,11 @@ void append_totals(std::string& out, const ReportData& r) {
         "  Σ PSS   {:<26} shared pages split among their sharers: the tree's real share\n",
         peak(t.pss));
     out += fmt::format("  Σ USS   {:<26} pages private to one process\n", peak(t.uss));
+    if (t.rollup_unreadable > 0)
+        out +=
+            fmt::format("          (partial: PSS and USS of {} process{} could not be read and are "
+                        "left out; see Unavailable)\n",
+                        t.rollup_unreadable, t.rollup_unreadable == 1 ? "" : "es");
     std::string limit = t.cgroup_unlimited ? "no limit"
                         : t.cgroup_limit   ? "limit " + kib(t.cgroup_limit)
                                            : "limit n/a";
@@ -111,7 +116,8 @@ void append_totals(std::string& out, const ReportData& r) {
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
     if (t.oom_kills && *t.oom_kills > 0)
         out += fmt::format("  OOM kills in the cgroup: {}\n", *t.oom_kills);
-    if (t.rss.value && t.pss.value && *t.pss.value > 0) {
+    // A partial Σ PSS would make the ratio meaningless.
+    if (t.rss.value && t.pss.value && *t.pss.value > 0 && t.rollup_unreadable == 0) {
         const double ratio = static_cast<double>(*t.rss.value) / static_cast<double>(*t.pss.value);
         if (ratio >= 1.5)
             out += fmt::format(

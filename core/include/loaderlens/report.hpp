@@ -51,6 +51,7 @@ struct TreeTotals {
     bool cgroup_unlimited = false;
     std::string cgroup_version, cgroup_path;
     std::optional<std::int64_t> oom_kills, failcnt;
+    int rollup_unreadable = 0; // processes whose PSS/USS could not be read: the sums leave them out
 };
 
 struct ReportData {
