@@ -33,6 +33,18 @@ bool parse_header(std::string_view line, std::uint64_t& inode, std::string_view&
     return true;
 }
 
+// The per-mapping smaps fields kept, and where each goes: one table for parsing and summing.
+constexpr std::array<std::pair<std::string_view, std::int64_t MappedObject::*>, 8> smaps_fields{{
+    {"Size", &MappedObject::size_kb},
+    {"Rss", &MappedObject::rss_kb},
+    {"Pss", &MappedObject::pss_kb},
+    {"Shared_Clean", &MappedObject::shared_clean_kb},
+    {"Shared_Dirty", &MappedObject::shared_dirty_kb},
+    {"Private_Clean", &MappedObject::private_clean_kb},
+    {"Private_Dirty", &MappedObject::private_dirty_kb},
+    {"Swap", &MappedObject::swap_kb},
+}};
+
 bool is_header(std::string_view line) {
     // Headers start with a lowercase hex address; field lines with a capital ("Rss:", "VmFlags:").
     char c = line.empty() ? 0 : line[0];
@@ -77,22 +89,8 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
         if (colon == std::string_view::npos) continue;
         std::string_view name = line.substr(0, colon);
         std::int64_t* field = nullptr;
-        if (name == "Size")
-            field = &current->size_kb;
-        else if (name == "Rss")
-            field = &current->rss_kb;
-        else if (name == "Pss")
-            field = &current->pss_kb;
-        else if (name == "Shared_Clean")
-            field = &current->shared_clean_kb;
-        else if (name == "Shared_Dirty")
-            field = &current->shared_dirty_kb;
-        else if (name == "Private_Clean")
-            field = &current->private_clean_kb;
-        else if (name == "Private_Dirty")
-            field = &current->private_dirty_kb;
-        else if (name == "Swap")
-            field = &current->swap_kb;
+        for (const auto& [field_name, member] : smaps_fields)
+            if (name == field_name) field = &((*current).*member);
         if (!field) continue;
         std::string_view value = line.substr(colon + 1);
         value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
@@ -108,14 +106,8 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
         bool is_file = object.kind == MappingKind::file || object.kind == MappingKind::deleted_file;
         if (is_file && object.rss_kb < min_file_rss_kb) {
             any_small = true;
-            small_files.size_kb += object.size_kb;
-            small_files.rss_kb += object.rss_kb;
-            small_files.pss_kb += object.pss_kb;
-            small_files.shared_clean_kb += object.shared_clean_kb;
-            small_files.shared_dirty_kb += object.shared_dirty_kb;
-            small_files.private_clean_kb += object.private_clean_kb;
-            small_files.private_dirty_kb += object.private_dirty_kb;
-            small_files.swap_kb += object.swap_kb;
+            for (const auto& [field_name, member] : smaps_fields)
+                small_files.*member += object.*member;
             continue;
         }
         out.push_back(std::move(object));
