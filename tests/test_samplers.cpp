@@ -39,12 +39,6 @@ struct KnownTree {
         live = track_until(*tracker, workers + 1);
         BOOST_REQUIRE_EQUAL(live.size(), std::size_t{workers + 1});
     }
-    std::vector<const ProcessInfo*> worker_infos() const {
-        std::vector<const ProcessInfo*> out;
-        for (const auto& p : live)
-            if (p.role == Role::worker) out.push_back(&p);
-        return out;
-    }
 };
 
 } // namespace

@@ -42,12 +42,6 @@ ReportData build_report(const Recording& recording) {
     if (!r.finished) r.duration_ms = std::max<std::int64_t>(0, recording.last_sample_ms());
     r.markers = recording.markers();
     r.unavailable = recording.unavailable();
-    std::set<std::int64_t> unreadable;
-    for (const auto& [t, u] : r.unavailable)
-        if (u.tier == "rollup" && u.process_id != 0 &&
-            u.reason.find("Pss_Anon") == std::string::npos)
-            unreadable.insert(u.process_id);
-    r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
 
     std::unordered_map<std::int64_t, std::size_t> index;
     for (auto& p : recording.processes()) {
@@ -163,6 +157,15 @@ ReportData build_report(const Recording& recording) {
             }
         r.tiers.push_back(summary);
     }
+    // Left out of Σ PSS/USS: processes with a rollup problem and not one PSS figure (a kernel
+    // that only lacks Pss_Anon still gives PSS, and such a process is counted in the sums).
+    std::set<std::int64_t> unreadable;
+    for (const auto& [t, u] : r.unavailable) {
+        auto it = index.find(u.process_id);
+        if (u.tier == "rollup" && it != index.end() && !r.processes[it->second].pss.value)
+            unreadable.insert(u.process_id);
+    }
+    r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
     return r;
 }
 

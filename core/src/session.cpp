@@ -67,6 +67,17 @@ void Session::push(SampleBatch&& batch) {
     queue_.push_back(std::move(batch));
 }
 
+void Session::note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
+                        int processes) {
+    // Each thread touches only its own tiers' entries (all created in the constructor).
+    auto& [logged_interval, logged_t] = tier_logged_.at(tier);
+    if (logged_interval == interval.interval_ms() && batch.t_ms - logged_t < 10'000) return;
+    batch.tier_stats.push_back(
+        {tier, interval.interval_ms(), interval.average_cpu_us(), processes});
+    logged_interval = interval.interval_ms();
+    logged_t = batch.t_ms;
+}
+
 void Session::fast_run(SampleBatch& batch) {
     const std::int64_t cpu_start = thread_cpu_ns();
     // Strictly increasing: rows of one run are summed by t_ms, two runs must never share one.
@@ -110,16 +121,8 @@ void Session::fast_run(SampleBatch& batch) {
         next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
     }
     const int count = static_cast<int>(snapshot->size());
-    for (auto [name, interval] :
-         {std::pair{"fast", &fast_interval_}, {"cgroup", &cgroup_interval_}}) {
-        auto& [logged_interval, logged_t] = tier_logged_.at(name);
-        if (logged_interval != interval->interval_ms() || batch.t_ms - logged_t >= 10'000) {
-            batch.tier_stats.push_back(
-                {name, interval->interval_ms(), interval->average_cpu_us(), count});
-            logged_interval = interval->interval_ms();
-            logged_t = batch.t_ms;
-        }
-    }
+    note_tier(batch, "fast", fast_interval_, count);
+    note_tier(batch, "cgroup", cgroup_interval_, count);
     push(std::move(batch));
     std::lock_guard lock(snapshot_mutex_);
     snapshot_ = std::move(snapshot);
@@ -144,15 +147,6 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     }
     batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
-    auto log_tier = [&](const char* name, const AdaptiveInterval& interval) {
-        auto& [logged_interval, logged_t] = tier_logged_.at(name);
-        if (logged_interval != interval.interval_ms() || batch.t_ms - logged_t >= 10'000) {
-            batch.tier_stats.push_back(
-                {name, interval.interval_ms(), interval.average_cpu_us(), count});
-            logged_interval = interval.interval_ms();
-            logged_t = batch.t_ms;
-        }
-    };
     if (rollup) {
         const std::int64_t start = thread_cpu_ns();
         rollup_.sample(*live, batch.rollup, batch.unavailable);
@@ -163,13 +157,13 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
             total_pss_ = total;
         }
         rollup_interval_.observe_run(thread_cpu_ns() - start);
-        log_tier("rollup", rollup_interval_);
+        note_tier(batch, "rollup", rollup_interval_, count);
     }
     if (maps) {
         const std::int64_t start = thread_cpu_ns();
         maps_.sample(*live, batch.maps, batch.unavailable);
         maps_interval_.observe_run(thread_cpu_ns() - start);
-        log_tier("maps", maps_interval_);
+        note_tier(batch, "maps", maps_interval_, count);
     }
     push(std::move(batch));
     return live;

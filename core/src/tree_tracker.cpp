@@ -207,11 +207,6 @@ std::vector<ProcessInfo> TreeTracker::live() const {
     return out;
 }
 
-bool TreeTracker::is_alive(pid_t pid) const {
-    return std::any_of(live_.begin(), live_.end(),
-                       [pid](const auto& e) { return e.first.pid == pid; });
-}
-
 void TreeTracker::note_exit_status(pid_t pid, int wait_status) {
     reaped_status_[pid] = wait_status;
 }

@@ -25,7 +25,6 @@ class AdaptiveInterval {
         const auto needed = static_cast<std::int64_t>(average_us_ / 1000.0 / budget_fraction_);
         return std::max(nominal_ms_, needed);
     }
-    std::int64_t nominal_ms() const { return nominal_ms_; }
     double average_cpu_us() const { return average_us_; }
 
   private:

@@ -68,6 +68,9 @@ class Session {
     std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, bool rollup,
                                                              bool maps);
     void push(SampleBatch&& batch);
+    // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
+    void note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
+                   int processes);
     bool sleep_until(std::int64_t due_ms);
 
     SessionOptions options_;

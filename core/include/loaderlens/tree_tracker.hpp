@@ -44,7 +44,6 @@ class TreeTracker {
     TreeChanges scan();
     // Live processes in birth order.
     std::vector<ProcessInfo> live() const;
-    bool is_alive(pid_t pid) const;
     // The launcher reaped a child (or an orphan reparented to it): keep its status for the exit.
     void note_exit_status(pid_t pid, int wait_status);
     std::size_t processes_on_machine() const { return known_.size(); }
