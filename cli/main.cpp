@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     add(add_record);
     add(add_report);
     add(add_export);
+    add(add_mkdata);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package the build, the tests and the benchmarks need.
 # Idempotent: runs `apt-get update` once per invocation, then installs what is missing.
+# `setup.sh --bench` also installs what only the benchmarks use (PyTorch, the baseline loader).
 set -euo pipefail
 
 packages=(
@@ -9,7 +10,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
   libboost-test-dev libbenchmark-dev
   qt6-base-dev libqcustomplot-dev libgl-dev
+  python3-numpy
 )
+# python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
+[ "${1:-}" = "--bench" ] && packages+=(python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
