@@ -1,5 +1,6 @@
 // `loaderlens record`: runs a command (or attaches to a PID) and records its process tree.
-#include "commands.hpp"
+#include "record_command.hpp"
+
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/session.hpp"
@@ -22,18 +23,6 @@
 namespace loaderlens::cli {
 
 namespace {
-
-struct RecordOptions {
-    std::string output = "loaderlens-%N-%p.db";
-    bool force = false;
-    std::optional<pid_t> pid;
-    std::vector<std::string> command;
-    std::vector<std::string> intervals;
-    std::string cpu_budget = "5%";
-    std::optional<std::string> worker_match;
-    std::int64_t maps_min_kb = 1024;
-    bool quiet = false;
-};
 
 // "250ms", "2s", "0.5s" or a bare number of milliseconds.
 std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
@@ -142,20 +131,14 @@ void write_host_meta(Recorder& recorder, const RecordingClock& clock) {
     if (const char* job = std::getenv("SLURM_JOB_ID")) recorder.set_meta("slurm_job_id", job);
 }
 
-int run_record(RecordOptions& o) {
-    const bool attach = o.pid.has_value();
-    if (attach == !o.command.empty()) {
-        print_error(attach ? "record: give either --pid or a command after --, not both"
-                           : "record: nothing to record: give --pid PID or -- COMMAND [ARGS...]");
-        return exit_bad_input;
-    }
-    SessionOptions session_options;
-    if (!apply_intervals(o.intervals, session_options)) return exit_bad_input;
+// The options as the session needs them; false (after a one-line error) for bad input.
+bool session_options_from(const RecordOptions& o, SessionOptions& session_options) {
+    if (!apply_intervals(o.intervals, session_options)) return false;
     auto budget = parse_budget(o.cpu_budget);
     if (!budget) {
         print_error("--cpu-budget " + o.cpu_budget +
                     ": expected a share of one core like 5% or 0.05");
-        return exit_bad_input;
+        return false;
     }
     session_options.cpu_budget = *budget;
     session_options.maps_min_file_kb = o.maps_min_kb;
@@ -164,9 +147,117 @@ int run_record(RecordOptions& o) {
             std::regex check(*o.worker_match);
         } catch (const std::regex_error& e) {
             print_error("--worker-match " + *o.worker_match + ": not a valid regular expression");
-            return exit_bad_input;
+            return false;
         }
     }
+    return true;
+}
+
+void write_run_meta(Recorder& recorder, const RecordingClock& clock,
+                    const SessionOptions& session_options, const RecordOptions& o) {
+    write_host_meta(recorder, clock);
+    recorder.set_meta("cpu_budget", std::to_string(session_options.cpu_budget));
+    recorder.set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
+    recorder.set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
+    recorder.set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));
+    recorder.set_meta("interval_cgroup_ms", std::to_string(session_options.cgroup_ms));
+    if (o.worker_match) recorder.set_meta("worker_match", *o.worker_match);
+}
+
+// The marker file the command appends to: the user's own (LOADERLENS_MARKERS already set), or
+// one we create next to the recording and remove at the end.
+struct MarkerFile {
+    std::string path;
+    bool ours = false;
+    explicit MarkerFile(const std::string& output) {
+        const char* user_markers = std::getenv("LOADERLENS_MARKERS");
+        ours = !user_markers || !*user_markers;
+        // Absolute: the command may change directory before it writes a marker.
+        path = std::filesystem::absolute(ours ? output + ".markers" : user_markers).string();
+        if (ours) {
+            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) ::close(fd);
+        }
+    }
+    void remove() const {
+        if (ours) ::unlink(path.c_str());
+    }
+};
+
+// What the sampling loop ended with.
+struct LoopOutcome {
+    std::optional<int> child_status;
+    std::string stop_reason;
+    bool write_failure_reported = false;
+};
+
+// Samples until the command exits (launch) or the tree is gone or we are told to stop (attach),
+// forwarding signals to the command.
+LoopOutcome sampling_loop(Session& session, Recorder& recorder, int signal_fd, pid_t child,
+                          bool attach, const std::string& output, bool quiet) {
+    StatusLine status(!quiet && isatty(STDERR_FILENO), output);
+    LoopOutcome outcome;
+    bool stop = false;
+    while (!stop) {
+        pollfd pfd{signal_fd, POLLIN, 0};
+        poll(&pfd, 1, 200);
+        signalfd_siginfo info{};
+        while (read(signal_fd, &info, sizeof info) == sizeof info) {
+            const int sig = static_cast<int>(info.ssi_signo);
+            if (sig == SIGCHLD) continue; // reaped below
+            if (attach) {
+                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+                    stop = true;
+                    outcome.stop_reason = strsignal(sig);
+                }
+                continue;
+            }
+            if (must_forward(info, child)) kill(child, sig);
+            if (sig != SIGUSR1 && sig != SIGUSR2) {
+                outcome.stop_reason = strsignal(sig);
+                if (session.write_error().empty()) {
+                    try {
+                        recorder.set_meta("signal_received", outcome.stop_reason);
+                    } catch (const std::exception&) { // the next pump() reports the write error
+                    }
+                }
+            }
+        }
+        if (!attach) {
+            int wait_status = 0;
+            pid_t reaped;
+            while ((reaped = waitpid(-1, &wait_status, WNOHANG)) > 0) {
+                if (reaped == child) outcome.child_status = wait_status;
+                session.note_exit_status(reaped, wait_status);
+            }
+            if (outcome.child_status) stop = true;
+        } else if (session.tree_gone()) {
+            stop = true;
+        }
+        session.pump();
+        if (auto error = session.write_error(); !error.empty() && !outcome.write_failure_reported) {
+            status.clear();
+            print_error(output + ": recording stopped, the command goes on: " + error);
+            outcome.write_failure_reported = true;
+        }
+        status.update(session.status());
+    }
+    session.stop();
+    status.clear();
+    return outcome;
+}
+
+} // namespace
+
+int run_record(RecordOptions& o, const RecordHooks& hooks) {
+    const bool attach = o.pid.has_value();
+    if (attach == !o.command.empty()) {
+        print_error(attach ? "record: give either --pid or a command after --, not both"
+                           : "record: nothing to record: give --pid PID or -- COMMAND [ARGS...]");
+        return exit_bad_input;
+    }
+    SessionOptions session_options;
+    if (!session_options_from(o, session_options)) return exit_bad_input;
     if (attach) {
         if (auto problem = attach_problem(*o.pid)) {
             print_error("--pid " + std::to_string(*o.pid) + ": " + *problem);
@@ -189,18 +280,10 @@ int run_record(RecordOptions& o) {
     raise_open_file_limit();
 
     RecordingClock clock;
-    write_host_meta(*recorder, clock);
-    recorder->set_meta("cpu_budget", std::to_string(*budget));
-    recorder->set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
-    recorder->set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
-    recorder->set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));
-    recorder->set_meta("interval_cgroup_ms", std::to_string(session_options.cgroup_ms));
-    if (o.worker_match) recorder->set_meta("worker_match", *o.worker_match);
-
+    write_run_meta(*recorder, clock, session_options, o);
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
-    std::string markers_path;
-    bool own_markers = false; // created by us (and removed at the end), not the user's file
+    std::optional<MarkerFile> markers;
     if (attach) {
         tracker.scan_root = tracker.main_pid = *o.pid;
         recorder->set_meta("mode", "attach");
@@ -208,24 +291,22 @@ int run_record(RecordOptions& o) {
     } else {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-        const char* user_markers = std::getenv("LOADERLENS_MARKERS");
-        // Absolute: the command may change directory before it writes a marker.
-        own_markers = !user_markers || !*user_markers;
-        markers_path = own_markers ? std::filesystem::absolute(output + ".markers").string()
-                                   : std::filesystem::absolute(user_markers).string();
-        if (own_markers) {
-            int fd = ::open(markers_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) ::close(fd);
-        }
-        session_options.markers_path = markers_path;
-        recorder->set_meta("markers_file", markers_path);
-        Launched launched = launch(o.command, {{"LOADERLENS_MARKERS", markers_path}});
+        markers.emplace(output);
+        session_options.markers_path = markers->path;
+        recorder->set_meta("markers_file", markers->path);
+        std::vector<std::pair<std::string, std::string>> environment{
+            {"LOADERLENS_MARKERS", markers->path}};
+        if (hooks.environment)
+            for (auto& variable : hooks.environment(output))
+                environment.push_back(std::move(variable));
+        Launched launched = launch(o.command, environment);
         if (launched.exec_errno != 0) {
             recorder.reset();
             for (const char* suffix : {"", "-wal", "-shm"})
                 ::unlink((output + suffix).c_str());
-            if (own_markers) ::unlink(markers_path.c_str());
+            markers->remove();
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
+            if (hooks.after) hooks.after(output, false);
             return exit_code_for_exec_errno(launched.exec_errno);
         }
         child = launched.pid;
@@ -240,106 +321,62 @@ int run_record(RecordOptions& o) {
 
     Session session(session_options, tracker, *recorder, clock);
     session.start();
-    StatusLine status(!o.quiet && isatty(STDERR_FILENO), output);
+    LoopOutcome outcome =
+        sampling_loop(session, *recorder, signal_fd, child, attach, output, o.quiet);
 
-    std::optional<int> child_status;
-    std::string stop_reason;
-    bool stop = false;
-    bool write_failure_reported = false;
-    while (!stop) {
-        pollfd pfd{signal_fd, POLLIN, 0};
-        poll(&pfd, 1, 200);
-        signalfd_siginfo info{};
-        while (read(signal_fd, &info, sizeof info) == sizeof info) {
-            const int sig = static_cast<int>(info.ssi_signo);
-            if (sig == SIGCHLD) continue; // reaped below
-            if (attach) {
-                if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-                    stop = true;
-                    stop_reason = strsignal(sig);
-                }
-                continue;
-            }
-            if (must_forward(info, child)) kill(child, sig);
-            if (sig != SIGUSR1 && sig != SIGUSR2) {
-                stop_reason = strsignal(sig);
-                if (session.write_error().empty()) {
-                    try {
-                        recorder->set_meta("signal_received", stop_reason);
-                    } catch (const std::exception&) { // the next pump() reports the write error
-                    }
-                }
-            }
-        }
-        if (!attach) {
-            int wait_status = 0;
-            pid_t reaped;
-            while ((reaped = waitpid(-1, &wait_status, WNOHANG)) > 0) {
-                if (reaped == child) child_status = wait_status;
-                session.note_exit_status(reaped, wait_status);
-            }
-            if (child_status) stop = true;
-        } else if (session.tree_gone()) {
-            stop = true;
-        }
-        session.pump();
-        if (auto error = session.write_error(); !error.empty() && !write_failure_reported) {
-            status.clear();
-            print_error(output + ": recording stopped, the command goes on: " + error);
-            write_failure_reported = true;
-        }
-        status.update(session.status());
-    }
-    session.stop();
-    status.clear();
-
-    const bool interrupted =
-        attach ? !stop_reason.empty()
-               : !stop_reason.empty() && child_status && WIFSIGNALED(*child_status);
+    const bool interrupted = attach ? !outcome.stop_reason.empty()
+                                    : !outcome.stop_reason.empty() && outcome.child_status &&
+                                          WIFSIGNALED(*outcome.child_status);
+    bool written = !outcome.write_failure_reported;
     try {
-        if (child_status) {
+        if (outcome.child_status) {
             recorder->set_meta("exit_status",
-                               std::to_string(exit_code_for_wait_status(*child_status)));
-            if (WIFSIGNALED(*child_status))
-                recorder->set_meta("exit_signal", strsignal(WTERMSIG(*child_status)));
+                               std::to_string(exit_code_for_wait_status(*outcome.child_status)));
+            if (WIFSIGNALED(*outcome.child_status))
+                recorder->set_meta("exit_signal", strsignal(WTERMSIG(*outcome.child_status)));
         }
-        if (!stop_reason.empty()) recorder->set_meta("stop_reason", stop_reason);
+        if (!outcome.stop_reason.empty()) recorder->set_meta("stop_reason", outcome.stop_reason);
+        if (hooks.before_finish) hooks.before_finish(*recorder, clock);
         recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
     } catch (const std::exception& e) {
-        if (!write_failure_reported)
+        if (!outcome.write_failure_reported)
             print_error(output + ": cannot finish the recording: " + e.what());
+        written = false;
     }
     recorder.reset();
-    if (own_markers) ::unlink(markers_path.c_str());
-    if (!o.quiet && !write_failure_reported)
+    if (markers) markers->remove();
+    if (!o.quiet && !outcome.write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());
-    return child_status ? exit_code_for_wait_status(*child_status) : exit_ok;
+    if (hooks.after) hooks.after(output, written);
+    return outcome.child_status ? exit_code_for_wait_status(*outcome.child_status) : exit_ok;
 }
 
-} // namespace
+void add_recording_options(CLI::App* sub, RecordOptions& options) {
+    sub->add_option("-o,--output", options.output,
+                    "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
+        ->capture_default_str();
+    sub->add_flag("-f,--force", options.force, "Overwrite an existing recording");
+    sub->add_option("--interval", options.intervals,
+                    "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s (the defaults)");
+    sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
+        ->capture_default_str();
+    sub->add_option("--maps-min-size", options.maps_min_kb,
+                    "Files with less resident (KiB) are summed into one 'other' row per process")
+        ->capture_default_str();
+    sub->add_flag("-q,--quiet", options.quiet, "No status line and no closing message");
+}
 
 Runner add_record(CLI::App& app) {
     auto options = std::make_shared<RecordOptions>();
     CLI::App* sub = app.add_subcommand(
         "record", "Record the memory of a command's process tree (or of a running PID)");
-    sub->add_option("-o,--output", options->output,
-                    "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
-        ->capture_default_str();
-    sub->add_flag("-f,--force", options->force, "Overwrite an existing recording");
+    add_recording_options(sub, *options);
     sub->add_option("--pid", options->pid,
                     "Attach to a running process and record its tree until it exits or SIGINT");
-    sub->add_option("--interval", options->intervals,
-                    "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s (the defaults)");
-    sub->add_option("--cpu-budget", options->cpu_budget, "Recorder CPU budget, share of one core")
-        ->capture_default_str();
     sub->add_option("--worker-match", options->worker_match,
                     "Regex on comm or cmdline that marks workers (default: children of main, "
                     "or comm pt_data_worker)");
-    sub->add_option("--maps-min-size", options->maps_min_kb,
-                    "Files with less resident (KiB) are summed into one 'other' row per process")
-        ->capture_default_str();
-    sub->add_flag("-q,--quiet", options->quiet, "No status line and no closing message");
     sub->add_option("command", options->command, "The command to run (after --)");
     sub->footer("Exit status: the command's (128+N if killed by signal N; 127 not found; 126 not "
                 "executable); 2 for bad input.");

@@ -30,6 +30,10 @@ std::int64_t RecordingClock::now_ms() const {
     return (boottime_ns() - start_boot_ns_) / 1'000'000;
 }
 
+std::int64_t RecordingClock::boot_ns_to_ms(std::int64_t boot_ns) const {
+    return (boot_ns - start_boot_ns_) / 1'000'000;
+}
+
 std::int64_t RecordingClock::ticks_to_ms(std::uint64_t start_ticks) const {
     const std::int64_t start_ns =
         static_cast<std::int64_t>(start_ticks) * (1'000'000'000 / clock_ticks_per_second());

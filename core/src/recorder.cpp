@@ -41,6 +41,11 @@ CREATE TABLE system_samples(
 CREATE TABLE markers(t_ms INTEGER NOT NULL, source TEXT NOT NULL, text TEXT NOT NULL);
 CREATE TABLE unavailable(t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL, tier TEXT NOT NULL,
   reason TEXT NOT NULL);
+CREATE TABLE loader_epochs(epoch INTEGER NOT NULL, generation INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, samples INTEGER NOT NULL,
+  batches INTEGER NOT NULL, bytes_read INTEGER NOT NULL);
+CREATE TABLE loader_workers(worker INTEGER NOT NULL, generation INTEGER NOT NULL,
+  epoch INTEGER NOT NULL, pid INTEGER NOT NULL, t_ms INTEGER NOT NULL, process_id INTEGER);
 CREATE TABLE tier_stats(t_ms INTEGER NOT NULL, tier TEXT NOT NULL, interval_ms INTEGER NOT NULL,
   cpu_us_per_run REAL NOT NULL, processes INTEGER NOT NULL);
 )sql";

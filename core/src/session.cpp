@@ -100,7 +100,7 @@ void Session::fast_run(SampleBatch& batch) {
     total_rss_ = batch.fast.empty() ? -1 : total;
     processes_ = static_cast<int>(live.size());
     tree_gone_ = live.empty(); // also when the root was gone before the first scan
-    if (markers_) batch.markers = markers_->poll(batch.t_ms);
+    if (markers_) batch.markers = markers_->poll(clock_);
 
     // Publish the tree for the deep thread only after the births are queued, so their process
     // rows are written before any deep sample that refers to them.

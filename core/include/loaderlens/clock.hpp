@@ -18,6 +18,8 @@ class RecordingClock {
     std::int64_t now_ms() const;
     // Converts a process start time (stat field 22) to the recording clock; negative = before.
     std::int64_t ticks_to_ms(std::uint64_t start_ticks) const;
+    // Converts a CLOCK_BOOTTIME reading (ns) taken by another process to the recording clock.
+    std::int64_t boot_ns_to_ms(std::int64_t boot_ns) const;
     std::int64_t start_unix_ns() const { return start_unix_ns_; }
 
   private:

@@ -1,8 +1,10 @@
 // Follows the marker file named by LOADERLENS_MARKERS: every complete line appended to it by any
 // program (e.g. `print(f"epoch {e}", file=open(os.environ["LOADERLENS_MARKERS"], "a"))`) becomes a
-// marker stamped with the time it was read (within one fast tick).
+// marker stamped with the time it was read (within one fast tick), or, for a line
+// "@BOOTTIME_NS text", with that exact time (Python: time.clock_gettime_ns(time.CLOCK_BOOTTIME)).
 #pragma once
 
+#include "loaderlens/clock.hpp"
 #include "loaderlens/types.hpp"
 
 #include <string>
@@ -13,7 +15,7 @@ namespace loaderlens {
 class MarkerTail {
   public:
     explicit MarkerTail(std::string path) : path_(std::move(path)) {}
-    std::vector<Marker> poll(std::int64_t now_ms);
+    std::vector<Marker> poll(const RecordingClock& clock);
     const std::string& path() const { return path_; }
 
   private:

@@ -3,6 +3,7 @@
 // finish() checkpoints the WAL into the main file and leaves a single self-contained file.
 #pragma once
 
+#include "loaderlens/loader_run.hpp"
 #include "loaderlens/sample_batch.hpp"
 #include "loaderlens/sqlite.hpp"
 
@@ -14,7 +15,7 @@
 
 namespace loaderlens {
 
-inline constexpr int recording_schema_version = 1;
+inline constexpr int recording_schema_version = 2; // 2: loader_epochs, loader_workers
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 struct RecorderError : std::runtime_error {
@@ -33,6 +34,9 @@ class Recorder {
     void commit();
     // state: "finished" (the command ended) or "interrupted" (stopped by a signal).
     void finish(const std::string& state, std::int64_t end_ms);
+    // Keeps what the reference loader reported, and gives each of its workers the slot and
+    // generation the loader knows (the tracker's own guess from birth order is usually the same).
+    void write_loader_run(const LoaderRun& run);
     const std::string& path() const { return path_; }
 
   private:

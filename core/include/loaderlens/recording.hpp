@@ -3,6 +3,7 @@
 // lets a live reader fetch only what is new.
 #pragma once
 
+#include "loaderlens/loader_run.hpp"
 #include "loaderlens/types.hpp"
 
 #include <map>
@@ -62,6 +63,8 @@ class Recording {
     std::vector<Marker> markers() const;
     std::vector<Timed<Unavailability>> unavailable() const;
     std::vector<Timed<TierStat>> tier_stats() const;
+    // What the reference loader reported (empty unless the run came from `loaderlens replay`).
+    LoaderRun loader_run() const;
     // The last time any sample was taken (ms since start), -1 for an empty recording.
     std::int64_t last_sample_ms() const;
 

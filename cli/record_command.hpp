@@ -1,0 +1,46 @@
+// `loaderlens record`, reusable: `replay` records the reference loader through the same path.
+#pragma once
+
+#include "commands.hpp"
+#include "loaderlens/recorder.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+namespace loaderlens::cli {
+
+struct RecordOptions {
+    std::string output = "loaderlens-%N-%p.db";
+    bool force = false;
+    std::optional<pid_t> pid;
+    std::vector<std::string> command;
+    std::vector<std::string> intervals;
+    std::string cpu_budget = "5%";
+    std::optional<std::string> worker_match;
+    std::int64_t maps_min_kb = 1024;
+    bool quiet = false;
+};
+
+// What a caller of run_record adds around a launched command.
+struct RecordHooks {
+    // Extra environment for the command, given the recording's path.
+    std::function<std::vector<std::pair<std::string, std::string>>(const std::string& output)>
+        environment;
+    // After the command ended and sampling stopped, before the recording is finished.
+    std::function<void(Recorder&, const RecordingClock&)> before_finish;
+    // After the recording was finished (or failed: `written` false). Not called for bad input.
+    std::function<void(const std::string& output, bool written)> after;
+};
+
+// The options every recording command shares: -o, --force, --interval, --cpu-budget,
+// --maps-min-size, -q.
+void add_recording_options(CLI::App* sub, RecordOptions& options);
+
+// Records (launching o.command or attaching to o.pid); returns the exit code to use.
+int run_record(RecordOptions& o, const RecordHooks& hooks = {});
+
+} // namespace loaderlens::cli

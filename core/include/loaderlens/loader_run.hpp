@@ -1,0 +1,48 @@
+// What the reference loader (probes/, `loaderlens replay`) reports about its run: its
+// configuration, which process is which worker, and per-epoch throughput. The loader writes JSON
+// lines to the file named by LOADERLENS_LOADER_EVENTS (format: docs/recording.md, "Loader
+// events"); the recorder reads them when the run ends and keeps them in the recording.
+#pragma once
+
+#include "loaderlens/clock.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loaderlens {
+
+struct LoaderEpoch {
+    int epoch = 0;
+    int generation = 0; // of the workers that loaded it
+    std::int64_t start_ms = 0, end_ms = 0;
+    std::int64_t samples = 0, batches = 0;
+    std::int64_t bytes_read = 0; // bytes the loader took from the dataset
+    double seconds() const { return static_cast<double>(end_ms - start_ms) / 1000.0; }
+    double samples_per_second() const;
+    double mib_per_second() const;
+};
+
+struct LoaderWorker {
+    int worker = 0;
+    int generation = 0;
+    int epoch = 0; // the epoch it was forked for
+    std::int64_t pid = 0;
+    std::int64_t t_ms = 0; // when main forked it
+};
+
+struct LoaderRun {
+    std::string config_json; // the loader's "config" event as it wrote it
+    std::vector<LoaderEpoch> epochs;
+    std::vector<LoaderWorker> workers;
+    std::string status;  // "ok", "error", or empty when the loader never said (it was killed)
+    std::string message; // why, for "error"
+    int unreadable_lines = 0;
+    bool empty() const { return config_json.empty() && epochs.empty() && workers.empty(); }
+};
+
+// Reads the loader's events file. A missing file gives an empty run; a line that is not a loader
+// event is counted in unreadable_lines and skipped.
+LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock);
+
+} // namespace loaderlens

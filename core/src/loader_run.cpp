@@ -1,0 +1,134 @@
+// The reference loader's events: read from its JSON-lines file, kept in and read from a recording.
+#include "loaderlens/loader_run.hpp"
+
+#include "loaderlens/recorder.hpp"
+#include "loaderlens/recording.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace loaderlens {
+
+using nlohmann::json;
+
+double LoaderEpoch::samples_per_second() const {
+    return seconds() > 0 ? static_cast<double>(samples) / seconds() : 0.0;
+}
+
+double LoaderEpoch::mib_per_second() const {
+    return seconds() > 0 ? static_cast<double>(bytes_read) / (1 << 20) / seconds() : 0.0;
+}
+
+LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock) {
+    LoaderRun run;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        try {
+            const json event = json::parse(line);
+            const std::string kind = event.at("event").get<std::string>();
+            if (kind == "config") {
+                run.config_json = line;
+            } else if (kind == "worker") {
+                run.workers.push_back(
+                    {event.at("worker").get<int>(), event.at("generation").get<int>(),
+                     event.at("epoch").get<int>(), event.at("pid").get<std::int64_t>(),
+                     clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>())});
+            } else if (kind == "epoch") {
+                run.epochs.push_back(
+                    {event.at("epoch").get<int>(), event.at("generation").get<int>(),
+                     clock.boot_ns_to_ms(event.at("start_boot_ns").get<std::int64_t>()),
+                     clock.boot_ns_to_ms(event.at("end_boot_ns").get<std::int64_t>()),
+                     event.at("samples").get<std::int64_t>(),
+                     event.at("batches").get<std::int64_t>(),
+                     event.at("bytes_read").get<std::int64_t>()});
+            } else if (kind == "end") {
+                run.status = event.at("status").get<std::string>();
+                run.message = event.value("message", "");
+            } else {
+                ++run.unreadable_lines;
+            }
+        } catch (const json::exception&) {
+            ++run.unreadable_lines;
+        }
+    }
+    return run;
+}
+
+void Recorder::write_loader_run(const LoaderRun& run) {
+    if (run.empty() && run.status.empty()) return;
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+    if (!run.config_json.empty()) set_meta("loader.config", run.config_json);
+    set_meta("loader.status",
+             run.status.empty() ? "unknown (the loader did not finish)" : run.status);
+    if (!run.message.empty()) set_meta("loader.message", run.message);
+    if (run.unreadable_lines > 0)
+        set_meta("loader.unreadable_lines", std::to_string(run.unreadable_lines));
+    auto epoch = db_->prepare("INSERT INTO loader_epochs VALUES(?,?,?,?,?,?,?)");
+    for (const LoaderEpoch& e : run.epochs)
+        epoch.bind(1, std::int64_t{e.epoch})
+            .bind(2, std::int64_t{e.generation})
+            .bind(3, e.start_ms)
+            .bind(4, e.end_ms)
+            .bind(5, e.samples)
+            .bind(6, e.batches)
+            .bind(7, e.bytes_read)
+            .run();
+    // The worker's process row: same PID, born closest to the moment main forked it (a PID can
+    // have been reused within the run).
+    auto find =
+        db_->prepare("SELECT id FROM processes WHERE pid=? ORDER BY abs(birth_ms - ?) LIMIT 1");
+    auto worker = db_->prepare("INSERT INTO loader_workers VALUES(?,?,?,?,?,?)");
+    auto slot = db_->prepare("UPDATE processes SET role='worker', slot=?, generation=? WHERE id=?");
+    for (const LoaderWorker& w : run.workers) {
+        find.bind(1, w.pid).bind(2, w.t_ms);
+        const bool seen = find.step();
+        const std::int64_t process_id = seen ? find.int64(0) : 0;
+        find.reset();
+        worker.bind(1, std::int64_t{w.worker})
+            .bind(2, std::int64_t{w.generation})
+            .bind(3, std::int64_t{w.epoch})
+            .bind(4, w.pid)
+            .bind(5, w.t_ms);
+        if (seen)
+            worker.bind(6, process_id);
+        else
+            worker.bind_null(6); // lived and died between two scans of the tree
+        worker.run();
+        if (seen)
+            slot.bind(1, std::int64_t{w.worker})
+                .bind(2, std::int64_t{w.generation})
+                .bind(3, process_id)
+                .run();
+    }
+}
+
+LoaderRun Recording::loader_run() const {
+    LoaderRun run;
+    auto has_table = db_->prepare(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='loader_epochs'");
+    has_table.step();
+    if (has_table.int64(0) == 0) return run; // schema 1: recorded before the loader existed
+    run.config_json = meta("loader.config");
+    run.status = meta("loader.status");
+    run.message = meta("loader.message");
+    auto epochs = db_->prepare("SELECT epoch, generation, start_ms, end_ms, samples, batches, "
+                               "bytes_read FROM loader_epochs ORDER BY epoch");
+    while (epochs.step())
+        run.epochs.push_back({static_cast<int>(epochs.int64(0)), static_cast<int>(epochs.int64(1)),
+                              epochs.int64(2), epochs.int64(3), epochs.int64(4), epochs.int64(5),
+                              epochs.int64(6)});
+    auto workers = db_->prepare(
+        "SELECT worker, generation, epoch, pid, t_ms FROM loader_workers ORDER BY t_ms, worker");
+    while (workers.step())
+        run.workers.push_back(
+            {static_cast<int>(workers.int64(0)), static_cast<int>(workers.int64(1)),
+             static_cast<int>(workers.int64(2)), workers.int64(3), workers.int64(4)});
+    return run;
+}
+
+} // namespace loaderlens

@@ -1,0 +1,90 @@
+// The reference loader: a C++ re-creation of the PyTorch DataLoader's process model.
+//
+// The main process runs the sampler and the batching, forks W workers, sends batch k of an epoch
+// to worker k mod W, and keeps prefetch x W batches in flight. Workers read their samples from the
+// dataset and collate them into shared-memory batch buffers that the main process consumes (with
+// pin, main copies each batch into mlock'ed staging buffers first). Non-persistent workers are
+// re-forked every epoch; persistent ones live across epochs. See docs/loader.md.
+#pragma once
+
+#include "loaderlens/probes/dataset.hpp"
+#include "loaderlens/probes/patterns.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace loaderlens::probes {
+
+// How a worker gets a sample's bytes before collating them into the batch.
+enum class ReadMode {
+    mmap_view, // np.load(mmap_mode='r')[i]: a view of the map, copied once by collate
+    mmap_copy, // np.array(view): a private copy first, then collate
+    pread,     // f.seek/f.read into a private buffer, then collate
+};
+enum class Advice { normal, random, sequential, willneed, dontneed_after_use };
+enum class LmdbOpen {
+    parent, // the environment is opened in the main process before fork (the common mistake)
+    worker, // each worker opens its own on first use (the documented way)
+};
+
+std::optional<ReadMode> parse_read_mode(std::string_view name);
+std::optional<Advice> parse_advice(std::string_view name);
+std::optional<LmdbOpen> parse_lmdb_open(std::string_view name);
+const char* to_string(ReadMode mode);
+const char* to_string(Advice advice);
+const char* to_string(LmdbOpen open);
+
+struct LoaderOptions {
+    std::string dataset;
+    std::optional<std::int64_t> record_bytes; // raw datasets only
+    PatternOptions pattern;                   // pattern, batch, drop_last, workers, seed...
+    std::optional<std::string> trace_path;    // trace: read into pattern.trace once the dataset
+                                              // size is known
+    int epochs = 1;
+    int prefetch = 2;
+    bool persistent = false;
+    bool pin = false;
+    ReadMode read = ReadMode::mmap_view;
+    Advice advice = Advice::normal;
+    LmdbOpen lmdb_open = LmdbOpen::worker;
+    bool readahead = true; // LMDB: off = MDB_NORDAHEAD
+    std::int64_t cow_heap_mib = 0;
+    bool reopen_each_epoch = false;
+    std::int64_t step_us = 0;                // simulated training step in main, per batch
+    std::int64_t epoch_pause_ms = 0;         // pause after each epoch (validation, checkpointing)
+    std::optional<std::string> markers_path; // LOADERLENS_MARKERS
+    std::optional<std::string> events_path;  // LOADERLENS_LOADER_EVENTS
+};
+
+struct LoaderError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct EpochStats {
+    int epoch = 0;
+    int generation = 0; // of the workers that loaded it
+    std::int64_t start_boot_ns = 0, end_boot_ns = 0;
+    std::int64_t samples = 0, batches = 0;
+    std::int64_t bytes_read = 0; // bytes the workers took from the dataset
+    double seconds() const { return (end_boot_ns - start_boot_ns) / 1e9; }
+    double samples_per_second() const;
+    double mib_per_second() const;
+};
+
+struct LoaderSummary {
+    DatasetLayout dataset;
+    std::vector<EpochStats> epochs;
+    std::int64_t batch_ring_bytes = 0;  // shared-memory batch buffers: prefetch x W x batch
+    std::int64_t pin_staging_bytes = 0; // 0 without pin
+    std::string pin_problem;            // why staging could not be locked, empty if it was
+    std::uint64_t checksum = 0;         // of every byte main consumed (keeps the work honest)
+};
+
+// Validates everything first (throws DatasetError, PatternError or LoaderError with one line),
+// then runs. A worker that fails stops the run with a LoaderError naming the worker and why.
+LoaderSummary run_loader(const LoaderOptions& options);
+
+} // namespace loaderlens::probes

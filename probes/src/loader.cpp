@@ -1,0 +1,331 @@
+#include "loaderlens/probes/loader.hpp"
+
+#include "loader_events.hpp"
+#include "sample_reader.hpp"
+#include "shared_buffers.hpp"
+#include "worker_pool.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace loaderlens::probes {
+
+namespace {
+
+// More results in flight than this would not fit in one pipe (see WorkerPool::start).
+constexpr int max_batches_in_flight = 4096;
+
+std::string mib_text(std::int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return text;
+}
+
+void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
+    if (o.epochs < 1) throw LoaderError("--epochs " + std::to_string(o.epochs) + ": must be >= 1");
+    if (o.prefetch < 1)
+        throw LoaderError("--prefetch " + std::to_string(o.prefetch) + ": must be >= 1");
+    if (o.pattern.workers > 0 && o.prefetch * o.pattern.workers > max_batches_in_flight)
+        throw LoaderError(
+            "--prefetch x --workers = " + std::to_string(o.prefetch * o.pattern.workers) +
+            ": at most " + std::to_string(max_batches_in_flight) + " batches can be in flight");
+    const bool lmdb = layout.kind == DatasetKind::lmdb;
+    if (lmdb && o.read == ReadMode::pread)
+        throw LoaderError("--read pread: LMDB values are read from LMDB's own map; use "
+                          "mmap-view or mmap-copy");
+    if (!lmdb && !o.readahead)
+        throw LoaderError("--readahead off is LMDB's MDB_NORDAHEAD; for " +
+                          std::string(to_string(layout.kind)) + " files use --advice random");
+    if (o.cow_heap_mib < 0 || o.cow_heap_mib > (1 << 20))
+        throw LoaderError("--cow-heap " + std::to_string(o.cow_heap_mib) +
+                          ": expected MiB between 0 and 1048576");
+    if (o.step_us < 0 || o.epoch_pause_ms < 0)
+        throw LoaderError("--step-time and --epoch-pause must not be negative");
+}
+
+std::int64_t largest_sample_records(const PatternOptions& pattern) {
+    return pattern.pattern == Pattern::windows ? pattern.window : 1;
+}
+
+void check_shm_room(std::size_t bytes) {
+    // tmpfs accepts any ftruncate; a worker writing past the free space dies of SIGBUS (PyTorch's
+    // infamous "bus error"). Say it before forking.
+    struct statvfs fs {};
+    if (statvfs("/dev/shm", &fs) != 0) return;
+    const auto free_bytes =
+        static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
+    if (static_cast<std::int64_t>(bytes) > free_bytes)
+        throw LoaderError("the batch buffers need " + mib_text(static_cast<std::int64_t>(bytes)) +
+                          " of /dev/shm and only " + mib_text(free_bytes) +
+                          " are free: lower --batch, --prefetch or --workers");
+}
+
+void sleep_us(std::int64_t us) {
+    if (us <= 0) return;
+    timespec ts{us / 1'000'000, (us % 1'000'000) * 1000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+    }
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+class Loader {
+  public:
+    Loader(const LoaderOptions& options, const DatasetLayout& layout);
+    LoaderSummary run();
+
+  private:
+    EpochStats run_epoch(int epoch, int generation);
+    std::int64_t load_in_main(const Batch& batch);
+    void run_batches_in_workers(const std::vector<Batch>& batches, EpochStats& stats);
+    void consume(const std::byte* data, std::size_t bytes, std::int64_t batch_number);
+    void start_workers(int epoch, int generation);
+    std::size_t batch_bytes(const Batch& batch) const;
+
+    const LoaderOptions& o_;
+    const DatasetLayout& layout_;
+    const int workers_;
+    const int in_flight_;
+    const std::size_t slot_bytes_;
+    LoaderEvents events_;
+    std::unique_ptr<CowHeap> heap_;
+    SampleReader reader_;
+    std::unique_ptr<SharedSegment> batch_buffers_;
+    std::vector<std::byte> main_batch_; // workers == 0: main collates into its own memory
+    std::unique_ptr<PinnedStaging> staging_;
+    std::unique_ptr<WorkerPool> pool_;
+    LoaderSummary summary_;
+};
+
+Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout)
+    : o_(options), layout_(layout), workers_(options.pattern.workers),
+      in_flight_(options.prefetch * std::max(options.pattern.workers, 1)),
+      slot_bytes_(static_cast<std::size_t>(
+          options.pattern.batch * largest_sample_records(options.pattern) * layout.record_bytes)),
+      events_(options.markers_path, options.events_path),
+      // Built before the dataset is opened and the workers fork, as a Dataset's __init__ would.
+      heap_(options.cow_heap_mib > 0
+                ? std::make_unique<CowHeap>(options.cow_heap_mib, layout.record_count)
+                : nullptr),
+      reader_(layout, options) {
+    summary_.dataset = layout;
+    if (workers_ > 0) {
+        const std::size_t bytes = slot_bytes_ * static_cast<std::size_t>(in_flight_);
+        check_shm_room(bytes);
+        batch_buffers_ = std::make_unique<SharedSegment>(bytes);
+        summary_.batch_ring_bytes = static_cast<std::int64_t>(batch_buffers_->size());
+        WorkerContext shared{.batch_buffers = batch_buffers_->data(),
+                             .batch_bytes = slot_bytes_,
+                             .reader = &reader_,
+                             .heap = heap_.get(),
+                             .reopen_each_epoch = o_.reopen_each_epoch};
+        pool_ = std::make_unique<WorkerPool>(workers_, in_flight_, shared);
+    } else {
+        main_batch_.resize(slot_bytes_);
+    }
+    if (o_.pin) {
+        staging_ =
+            std::make_unique<PinnedStaging>(static_cast<std::size_t>(in_flight_), slot_bytes_);
+        summary_.pin_staging_bytes = static_cast<std::int64_t>(staging_->size());
+    }
+}
+
+std::size_t Loader::batch_bytes(const Batch& batch) const {
+    std::int64_t records = 0;
+    for (const Sample& sample : batch.samples)
+        records += sample.count;
+    return static_cast<std::size_t>(records * layout_.record_bytes);
+}
+
+void Loader::start_workers(int epoch, int generation) {
+    std::vector<pid_t> pids = pool_->start();
+    // The seeds PyTorch would give them: a new base seed per iterator, + worker id.
+    const std::uint64_t base_seed = splitmix64(o_.pattern.seed ^ splitmix64(generation + 1));
+    const std::int64_t now = boottime_now_ns();
+    for (std::size_t w = 0; w < pids.size(); ++w)
+        events_.event({{"event", "worker"},
+                       {"worker", w},
+                       {"pid", pids[w]},
+                       {"generation", generation},
+                       {"epoch", epoch},
+                       {"seed", base_seed + w},
+                       {"boot_ns", now}});
+}
+
+void Loader::consume(const std::byte* data, std::size_t bytes, std::int64_t batch_number) {
+    if (staging_) { // pin_memory: copy into page-locked staging before the training step
+        std::byte* block = staging_->block(batch_number);
+        std::memcpy(block, data, bytes);
+        data = block;
+    }
+    // The training step reads its input: one word per page is enough to map every page.
+    std::uint64_t sum = 0;
+    for (std::size_t offset = 0; offset + sizeof sum <= bytes; offset += 4096) {
+        std::uint64_t word;
+        std::memcpy(&word, data + offset, sizeof word);
+        sum += word;
+    }
+    summary_.checksum += sum;
+    sleep_us(o_.step_us);
+}
+
+std::int64_t Loader::load_in_main(const Batch& batch) {
+    std::int64_t bytes = 0;
+    for (const Sample& sample : batch.samples) {
+        bytes += reader_.read(sample, main_batch_.data() + bytes);
+        if (heap_)
+            for (std::int64_t i = 0; i < sample.count; ++i)
+                heap_->visit(sample.index + i);
+    }
+    consume(main_batch_.data(), static_cast<std::size_t>(bytes), batch.number);
+    return bytes;
+}
+
+void Loader::run_batches_in_workers(const std::vector<Batch>& batches, EpochStats& stats) {
+    const auto total = static_cast<std::int64_t>(batches.size());
+    std::vector<char> done(batches.size(), 0);
+    std::int64_t next_send = 0, next_take = 0;
+    auto send_next = [&] {
+        const Batch& batch = batches[static_cast<std::size_t>(next_send)];
+        TaskHeader header{batch.number, static_cast<std::int32_t>(next_send % in_flight_),
+                          static_cast<std::int32_t>(batch.samples.size())};
+        pool_->send(batch.worker, header, batch.samples);
+        ++next_send;
+    };
+    // Like _MultiProcessingDataLoaderIter: prefetch x W batches out, then one more per batch
+    // taken, and batches are taken in order.
+    while (next_send < total && next_send - next_take < in_flight_)
+        send_next();
+    while (next_take < total) {
+        while (!done[static_cast<std::size_t>(next_take)]) {
+            TaskResult result = pool_->receive();
+            done[static_cast<std::size_t>(result.batch_number)] = 1;
+            stats.bytes_read += result.bytes_read;
+        }
+        const Batch& batch = batches[static_cast<std::size_t>(next_take)];
+        consume(batch_buffers_->data() +
+                    static_cast<std::size_t>(next_take % in_flight_) * slot_bytes_,
+                batch_bytes(batch), batch.number);
+        ++next_take;
+        if (next_send < total) send_next();
+    }
+}
+
+EpochStats Loader::run_epoch(int epoch, int generation) {
+    EpochStats stats;
+    stats.epoch = epoch;
+    stats.generation = generation;
+    const std::vector<Batch> batches = epoch_batches(o_.pattern, layout_.record_count, epoch);
+    stats.start_boot_ns = boottime_now_ns();
+    events_.marker("epoch " + std::to_string(epoch) + " start", stats.start_boot_ns);
+    for (const Batch& batch : batches)
+        stats.samples += static_cast<std::int64_t>(batch.samples.size());
+    stats.batches = static_cast<std::int64_t>(batches.size());
+    if (workers_ == 0) {
+        for (const Batch& batch : batches)
+            stats.bytes_read += load_in_main(batch);
+    } else {
+        run_batches_in_workers(batches, stats);
+    }
+    stats.end_boot_ns = boottime_now_ns();
+    events_.marker("epoch " + std::to_string(epoch) + " end", stats.end_boot_ns);
+    events_.event({{"event", "epoch"},
+                   {"epoch", epoch},
+                   {"generation", generation},
+                   {"start_boot_ns", stats.start_boot_ns},
+                   {"end_boot_ns", stats.end_boot_ns},
+                   {"samples", stats.samples},
+                   {"batches", stats.batches},
+                   {"bytes_read", stats.bytes_read}});
+    return stats;
+}
+
+LoaderSummary Loader::run() {
+    events_.event({{"event", "config"},
+                   {"dataset", layout_.path},
+                   {"data_file", layout_.data_file},
+                   {"kind", to_string(layout_.kind)},
+                   {"description", layout_.description},
+                   {"records", layout_.record_count},
+                   {"record_bytes", layout_.record_bytes},
+                   {"reader", reader_.describe()},
+                   {"pattern", to_string(o_.pattern.pattern)},
+                   {"batch", o_.pattern.batch},
+                   {"drop_last", o_.pattern.drop_last},
+                   {"workers", workers_},
+                   {"prefetch", o_.prefetch},
+                   {"persistent", o_.persistent},
+                   {"pin", o_.pin},
+                   {"read", to_string(o_.read)},
+                   {"advice", to_string(o_.advice)},
+                   {"lmdb_open", to_string(o_.lmdb_open)},
+                   {"readahead", o_.readahead},
+                   {"cow_heap_mib", o_.cow_heap_mib},
+                   {"reopen_each_epoch", o_.reopen_each_epoch},
+                   {"subset", o_.pattern.subset},
+                   {"seed", o_.pattern.seed},
+                   {"epochs", o_.epochs},
+                   {"batch_ring_bytes", summary_.batch_ring_bytes},
+                   {"pin_staging_bytes", summary_.pin_staging_bytes}});
+    for (int epoch = 0; epoch < o_.epochs; ++epoch) {
+        // Persistent workers are one generation; others are forked anew for every epoch.
+        const int generation = o_.persistent ? 0 : epoch;
+        if (workers_ > 0 && !pool_->running())
+            start_workers(epoch, generation);
+        else if (workers_ > 0)
+            pool_->new_epoch();
+        else if (o_.reopen_each_epoch && epoch > 0)
+            reader_.reopen();
+        summary_.epochs.push_back(run_epoch(epoch, generation));
+        if (workers_ > 0 && !o_.persistent) pool_->stop();
+        sleep_us(o_.epoch_pause_ms * 1000);
+    }
+    if (pool_) pool_->stop();
+    if (staging_) summary_.pin_problem = staging_->problem();
+    events_.event({{"event", "end"},
+                   {"status", "ok"},
+                   {"checksum", summary_.checksum},
+                   {"pin_problem", summary_.pin_problem}});
+    return summary_;
+}
+
+} // namespace
+
+double EpochStats::samples_per_second() const {
+    return seconds() > 0 ? static_cast<double>(samples) / seconds() : 0.0;
+}
+
+double EpochStats::mib_per_second() const {
+    return seconds() > 0 ? static_cast<double>(bytes_read) / (1 << 20) / seconds() : 0.0;
+}
+
+LoaderSummary run_loader(const LoaderOptions& options) {
+    const DatasetLayout layout = inspect_dataset(options.dataset, options.record_bytes);
+    LoaderOptions resolved = options;
+    if (resolved.pattern.pattern == Pattern::trace) {
+        if (!resolved.trace_path)
+            throw LoaderError("--pattern trace needs --trace FILE (one index per line)");
+        resolved.pattern.trace = read_trace(*resolved.trace_path, layout.record_count);
+    }
+    validate(resolved.pattern, layout.record_count);
+    validate_loader(resolved, layout);
+    Loader loader(resolved, layout);
+    try {
+        return loader.run();
+    } catch (const std::exception& e) {
+        LoaderEvents(resolved.markers_path, resolved.events_path)
+            .event({{"event", "end"}, {"status", "error"}, {"message", e.what()}});
+        throw;
+    }
+}
+
+} // namespace loaderlens::probes

@@ -1,0 +1,216 @@
+#include "sample_reader.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace loaderlens::probes {
+
+namespace {
+
+std::string lmdb_problem(const DatasetLayout& layout, const char* what, int rc) {
+    return layout.path + ": " + what + ": " + mdb_strerror(rc);
+}
+
+int madvise_code(Advice advice) {
+    switch (advice) {
+    case Advice::random:
+        return MADV_RANDOM;
+    case Advice::sequential:
+        return MADV_SEQUENTIAL;
+    case Advice::willneed:
+        return MADV_WILLNEED;
+    default:
+        return MADV_NORMAL;
+    }
+}
+
+int fadvise_code(Advice advice) {
+    switch (advice) {
+    case Advice::random:
+        return POSIX_FADV_RANDOM;
+    case Advice::sequential:
+        return POSIX_FADV_SEQUENTIAL;
+    case Advice::willneed:
+        return POSIX_FADV_WILLNEED;
+    default:
+        return POSIX_FADV_NORMAL;
+    }
+}
+
+const std::size_t page_size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+
+// A private buffer per sample, like the bytes object np.array() or f.read() returns.
+std::unique_ptr<std::byte[]> private_buffer(std::size_t bytes) {
+    return std::unique_ptr<std::byte[]>(new std::byte[bytes]);
+}
+
+} // namespace
+
+SampleReader::SampleReader(const DatasetLayout& layout, const LoaderOptions& options)
+    : layout_(layout), mode_(options.read), advice_(options.advice), lmdb_open_(options.lmdb_open),
+      readahead_(options.readahead) {
+    if (layout_.kind != DatasetKind::lmdb || lmdb_open_ == LmdbOpen::parent) open();
+}
+
+SampleReader::~SampleReader() {
+    close();
+}
+
+void SampleReader::open() {
+    if (layout_.kind == DatasetKind::lmdb) return open_lmdb();
+    fd_ = ::open(layout_.data_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw LoaderError(layout_.data_file + ": cannot open: " + std::strerror(errno));
+    if (mode_ == ReadMode::pread) {
+        if (advice_ != Advice::dontneed_after_use) posix_fadvise(fd_, 0, 0, fadvise_code(advice_));
+        return;
+    }
+    map_bytes_ =
+        static_cast<std::size_t>(layout_.data_offset + layout_.record_count * layout_.record_bytes);
+    void* map = mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) {
+        int error = errno;
+        ::close(fd_);
+        fd_ = -1;
+        throw LoaderError(layout_.data_file + ": cannot map: " + std::strerror(error));
+    }
+    map_ = static_cast<std::byte*>(map);
+    apply_advice(map_, map_bytes_);
+}
+
+void SampleReader::close() {
+    if (env_) close_lmdb();
+    if (map_) munmap(map_, map_bytes_);
+    map_ = nullptr;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void SampleReader::reopen() {
+    close();
+    open();
+}
+
+void SampleReader::open_lmdb() {
+    int rc = mdb_env_create(&env_);
+    if (rc != 0) throw LoaderError(lmdb_problem(layout_, "mdb_env_create", rc));
+    // MDB_NOLOCK: datasets are read-only (often in read-only directories) and an environment
+    // opened before fork is only usable in the workers without the lock table.
+    unsigned flags = MDB_RDONLY | MDB_NOLOCK | (readahead_ ? 0u : MDB_NORDAHEAD);
+    rc = mdb_env_open(env_, layout_.path.c_str(), flags, 0644);
+    MDB_txn* txn = nullptr;
+    if (rc == 0) rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+    if (rc == 0) rc = mdb_dbi_open(txn, nullptr, 0, &dbi_);
+    if (txn) mdb_txn_abort(txn);
+    if (rc != 0) {
+        mdb_env_close(env_);
+        env_ = nullptr;
+        throw LoaderError(lmdb_problem(layout_, "cannot open the environment", rc));
+    }
+    MDB_envinfo info{};
+    if (advice_ != Advice::normal && advice_ != Advice::dontneed_after_use &&
+        mdb_env_info(env_, &info) == 0 && info.me_mapaddr)
+        apply_advice(static_cast<std::byte*>(info.me_mapaddr), info.me_mapsize);
+}
+
+void SampleReader::close_lmdb() {
+    mdb_env_close(env_);
+    env_ = nullptr;
+}
+
+void SampleReader::apply_advice(std::byte* address, std::size_t length) {
+    if (advice_ != Advice::normal && advice_ != Advice::dontneed_after_use)
+        madvise(address, length, madvise_code(advice_));
+}
+
+void SampleReader::drop_after_use(const std::byte* address, std::size_t length) {
+    // Whole pages inside the sample only: a page shared with the next sample stays mapped.
+    auto start = reinterpret_cast<std::uintptr_t>(address);
+    auto first = (start + page_size - 1) & ~(page_size - 1);
+    auto last = (start + length) & ~(page_size - 1);
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+std::int64_t SampleReader::read(const Sample& sample, std::byte* dest) {
+    return layout_.kind == DatasetKind::lmdb ? read_lmdb(sample, dest) : read_file(sample, dest);
+}
+
+std::int64_t SampleReader::read_file(const Sample& sample, std::byte* dest) {
+    const auto bytes = static_cast<std::size_t>(sample.count * layout_.record_bytes);
+    const std::int64_t offset = layout_.data_offset + sample.index * layout_.record_bytes;
+    if (mode_ == ReadMode::pread) {
+        auto buffer = private_buffer(bytes);
+        std::size_t done = 0;
+        while (done < bytes) {
+            ssize_t n = ::pread(fd_, buffer.get() + done, bytes - done,
+                                static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
+            if (n <= 0)
+                throw LoaderError(layout_.data_file + ": read failed at offset " +
+                                  std::to_string(offset) + ": " +
+                                  (n == 0 ? "unexpected end of file" : std::strerror(errno)));
+            done += static_cast<std::size_t>(n);
+        }
+        std::memcpy(dest, buffer.get(), bytes);
+        if (advice_ == Advice::dontneed_after_use)
+            posix_fadvise(fd_, offset, static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+        return static_cast<std::int64_t>(bytes);
+    }
+    const std::byte* source = map_ + offset;
+    if (mode_ == ReadMode::mmap_copy) {
+        auto copy = private_buffer(bytes);
+        std::memcpy(copy.get(), source, bytes);
+        std::memcpy(dest, copy.get(), bytes);
+    } else {
+        std::memcpy(dest, source, bytes);
+    }
+    if (advice_ == Advice::dontneed_after_use) drop_after_use(source, bytes);
+    return static_cast<std::int64_t>(bytes);
+}
+
+std::int64_t SampleReader::read_lmdb(const Sample& sample, std::byte* dest) {
+    if (!env_) open_lmdb(); // LmdbOpen::worker: opened on first use, in the worker
+    MDB_txn* txn = nullptr;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+    if (rc != 0) throw LoaderError(lmdb_problem(layout_, "mdb_txn_begin", rc));
+    std::int64_t total = 0;
+    for (std::int64_t i = 0; i < sample.count; ++i) {
+        std::string key = lmdb_key(sample.index + i);
+        MDB_val k{key.size(), key.data()}, value{};
+        rc = mdb_get(txn, dbi_, &k, &value);
+        if (rc != 0) {
+            mdb_txn_abort(txn);
+            throw LoaderError(
+                lmdb_problem(layout_, ("record " + std::to_string(sample.index + i)).c_str(), rc));
+        }
+        const auto bytes =
+            std::min<std::size_t>(value.mv_size, static_cast<std::size_t>(layout_.record_bytes));
+        const auto* source = static_cast<const std::byte*>(value.mv_data);
+        if (mode_ == ReadMode::mmap_copy) { // bytes(txn.get(key)): a private copy first
+            auto copy = private_buffer(bytes);
+            std::memcpy(copy.get(), source, bytes);
+            std::memcpy(dest + total, copy.get(), bytes);
+        } else {
+            std::memcpy(dest + total, source, bytes);
+        }
+        if (advice_ == Advice::dontneed_after_use) drop_after_use(source, value.mv_size);
+        total += static_cast<std::int64_t>(bytes);
+    }
+    mdb_txn_abort(txn);
+    return total;
+}
+
+std::string SampleReader::describe() const {
+    std::string text = to_string(layout_.kind);
+    if (layout_.kind == DatasetKind::lmdb) {
+        text += std::string(" env opened in ") + to_string(lmdb_open_) + ", MDB_RDONLY|MDB_NOLOCK" +
+                (readahead_ ? "" : "|MDB_NORDAHEAD");
+    } else {
+        text += std::string(", read ") + to_string(mode_);
+    }
+    return text + ", advice " + to_string(advice_);
+}
+
+} // namespace loaderlens::probes

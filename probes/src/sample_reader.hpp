@@ -1,0 +1,51 @@
+// Reads samples of a dataset the way a PyTorch Dataset's __getitem__ would, per read mode.
+// Constructed in the main process (np.load(mmap_mode='r') or lmdb.open in Dataset.__init__),
+// then used in the workers it forks: maps and file descriptors are inherited.
+#pragma once
+
+#include "loaderlens/probes/loader.hpp"
+
+#include <cstddef>
+#include <lmdb.h>
+
+namespace loaderlens::probes {
+
+class SampleReader {
+  public:
+    SampleReader(const DatasetLayout& layout, const LoaderOptions& options);
+    ~SampleReader();
+    SampleReader(const SampleReader&) = delete;
+    SampleReader& operator=(const SampleReader&) = delete;
+
+    // Copies `sample.count` records from `sample.index` into `dest` (collate); returns the bytes
+    // taken from the dataset.
+    std::int64_t read(const Sample& sample, std::byte* dest);
+    // --reopen-each-epoch: drops this process's map / environment and opens a new one, so the
+    // pages it had mapped are no longer counted in its RSS.
+    void reopen();
+    // What ran, for the loader's config event ("mmap MADV_RANDOM", "lmdb parent MDB_NOLOCK ...").
+    std::string describe() const;
+
+  private:
+    void open();
+    void close();
+    void open_lmdb();
+    void close_lmdb();
+    void apply_advice(std::byte* address, std::size_t length);
+    void drop_after_use(const std::byte* address, std::size_t length);
+    std::int64_t read_file(const Sample& sample, std::byte* dest);
+    std::int64_t read_lmdb(const Sample& sample, std::byte* dest);
+
+    DatasetLayout layout_;
+    ReadMode mode_;
+    Advice advice_;
+    LmdbOpen lmdb_open_;
+    bool readahead_;
+    int fd_ = -1;
+    std::byte* map_ = nullptr;
+    std::size_t map_bytes_ = 0;
+    MDB_env* env_ = nullptr;
+    MDB_dbi dbi_ = 0;
+};
+
+} // namespace loaderlens::probes

@@ -1,0 +1,82 @@
+#include "worker.hpp"
+
+#include "sample_reader.hpp"
+#include "shared_buffers.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
+
+namespace loaderlens::probes {
+
+bool write_all(int fd, const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+        ssize_t n = ::write(fd, p, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        bytes -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+bool read_all(int fd, void* data, std::size_t bytes) {
+    auto* p = static_cast<char*>(data);
+    while (bytes > 0) {
+        ssize_t n = ::read(fd, p, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        bytes -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+namespace {
+void send_failure(const WorkerContext& context, std::int64_t batch, const std::string& why) {
+    TaskResult result{};
+    result.batch_number = batch;
+    result.worker = context.worker;
+    result.failed = 1;
+    std::strncpy(result.message, why.c_str(), sizeof result.message - 1);
+    write_all(context.result_fd, &result, sizeof result);
+}
+} // namespace
+
+int worker_main(const WorkerContext& context) {
+    std::vector<Sample> samples;
+    TaskHeader task{};
+    while (read_all(context.task_fd, &task, sizeof task)) {
+        samples.resize(static_cast<std::size_t>(std::max(task.samples, 0)));
+        if (!read_all(context.task_fd, samples.data(), samples.size() * sizeof(Sample))) break;
+        try {
+            if (task.batch_number < 0) { // a new epoch
+                if (context.reopen_each_epoch) context.reader->reopen();
+                continue;
+            }
+            std::byte* out =
+                context.batch_buffers + static_cast<std::size_t>(task.slot) * context.batch_bytes;
+            TaskResult result{};
+            result.batch_number = task.batch_number;
+            result.worker = context.worker;
+            for (const Sample& sample : samples) {
+                const std::int64_t bytes = context.reader->read(sample, out);
+                out += bytes;
+                result.bytes_read += bytes;
+                if (context.heap)
+                    for (std::int64_t i = 0; i < sample.count; ++i)
+                        context.heap->visit(sample.index + i);
+            }
+            if (!write_all(context.result_fd, &result, sizeof result)) return 1;
+        } catch (const std::exception& e) {
+            send_failure(context, task.batch_number, e.what());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+} // namespace loaderlens::probes

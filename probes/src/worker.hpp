@@ -1,0 +1,48 @@
+// The worker side of the loader, and the messages between main and workers.
+// Tasks go main -> worker on one pipe per worker; results come back on one pipe shared by all
+// workers: a result is smaller than PIPE_BUF, so each write() lands whole.
+#pragma once
+
+#include "loaderlens/probes/patterns.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loaderlens::probes {
+
+class SampleReader;
+class CowHeap;
+
+struct TaskHeader {
+    std::int64_t batch_number; // -1: a new epoch begins (persistent workers reopen if asked)
+    std::int32_t slot;         // batch buffer to fill
+    std::int32_t samples;      // followed by this many Sample records
+};
+
+struct TaskResult {
+    std::int64_t batch_number;
+    std::int64_t bytes_read;
+    std::int32_t worker;
+    std::int32_t failed; // 1: message says why, and the worker exits
+    char message[104];
+};
+static_assert(sizeof(TaskResult) == 128);
+
+struct WorkerContext {
+    int worker = 0;
+    int task_fd = -1, result_fd = -1;
+    std::byte* batch_buffers = nullptr;
+    std::size_t batch_bytes = 0;
+    SampleReader* reader = nullptr;
+    CowHeap* heap = nullptr;
+    bool reopen_each_epoch = false;
+};
+
+// Runs until the task pipe is closed; returns the process exit code.
+int worker_main(const WorkerContext& context);
+
+// Whole-buffer pipe I/O; false on EOF or error.
+bool write_all(int fd, const void* data, std::size_t bytes);
+bool read_all(int fd, void* data, std::size_t bytes);
+
+} // namespace loaderlens::probes
