@@ -17,6 +17,8 @@ Runner add_record(CLI::App& app);
 Runner add_report(CLI::App& app);
 Runner add_export(CLI::App& app);
 Runner add_mkdata(CLI::App& app);
+Runner add_load(CLI::App& app);
+Runner add_replay(CLI::App& app);
 
 // Prints "loaderlens: <message>" on stderr (one line).
 void print_error(const std::string& message);

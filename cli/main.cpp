@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     add(add_report);
     add(add_export);
     add(add_mkdata);
+    add(add_load);
+    add(add_replay);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

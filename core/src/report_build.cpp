@@ -41,6 +41,7 @@ ReportData build_report(const Recording& recording) {
     r.duration_ms = std::stoll(r.meta.count("end_ms") ? r.meta["end_ms"] : "0");
     if (!r.finished) r.duration_ms = std::max<std::int64_t>(0, recording.last_sample_ms());
     r.markers = recording.markers();
+    r.loader = recording.loader_run();
     r.unavailable = recording.unavailable();
 
     std::unordered_map<std::int64_t, std::size_t> index;

@@ -79,6 +79,33 @@ std::string render_report_json(const ReportData& r) {
     out["markers"] = json::array();
     for (const auto& m : r.markers)
         out["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
+    if (!r.loader.empty()) {
+        json loader{
+            {"config", json::parse(r.loader.config_json.empty() ? "{}" : r.loader.config_json,
+                                   nullptr, false)},
+            {"status", r.loader.status},
+            {"message", r.loader.message},
+            {"epochs", json::array()},
+            {"workers", json::array()}};
+        if (loader["config"].is_discarded()) loader["config"] = nullptr;
+        for (const LoaderEpoch& e : r.loader.epochs)
+            loader["epochs"].push_back({{"epoch", e.epoch},
+                                        {"generation", e.generation},
+                                        {"start_ms", e.start_ms},
+                                        {"end_ms", e.end_ms},
+                                        {"samples", e.samples},
+                                        {"batches", e.batches},
+                                        {"bytes_read", e.bytes_read},
+                                        {"samples_per_s", e.samples_per_second()},
+                                        {"mib_per_s", e.mib_per_second()}});
+        for (const LoaderWorker& w : r.loader.workers)
+            loader["workers"].push_back({{"worker", w.worker},
+                                         {"generation", w.generation},
+                                         {"epoch", w.epoch},
+                                         {"pid", w.pid},
+                                         {"t_ms", w.t_ms}});
+        out["loader"] = std::move(loader);
+    }
     out["unavailable"] = json::array();
     for (const auto& [tm, u] : r.unavailable)
         out["unavailable"].push_back(

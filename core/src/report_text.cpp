@@ -1,8 +1,10 @@
 #include "loaderlens/report.hpp"
 #include "loaderlens/units.hpp"
 
+#include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 namespace loaderlens {
@@ -187,6 +189,46 @@ void append_files(std::string& out, const ReportData& r) {
     out += "\n";
 }
 
+// The reference loader's own account of its run (`loaderlens replay`).
+void append_loader(std::string& out, const ReportData& r) {
+    const LoaderRun& run = r.loader;
+    if (run.empty()) return;
+    const auto config =
+        nlohmann::json::parse(run.config_json.empty() ? "{}" : run.config_json, nullptr, false);
+    auto get = [&](const char* key) -> std::string {
+        if (config.is_discarded() || !config.contains(key)) return "?";
+        const auto& value = config[key];
+        return value.is_string() ? value.get<std::string>() : value.dump();
+    };
+    auto bytes = [](std::int64_t b) { return format_kib(b / 1024); };
+    out += "Loader (the reference loader's own counters, from loaderlens replay)\n";
+    out += fmt::format("  dataset   {}: {} records of {}, {}\n", get("description"), get("records"),
+                       bytes(std::atoll(get("record_bytes").c_str())), get("dataset"));
+    out += fmt::format("  run       {}, {} workers ({}), batch {}{}, prefetch {}, {}\n",
+                       get("pattern"), get("workers"),
+                       get("persistent") == "true" ? "persistent" : "re-forked each epoch",
+                       get("batch"), get("drop_last") == "true" ? " (drop last)" : "",
+                       get("prefetch"), get("reader"));
+    std::string extras;
+    if (get("pin") == "true")
+        extras += ", pinned staging " + bytes(std::atoll(get("pin_staging_bytes").c_str()));
+    if (get("cow_heap_mib") != "0") extras += ", copy-on-read heap " + get("cow_heap_mib") + " MiB";
+    if (get("reopen_each_epoch") == "true") extras += ", reopened each epoch";
+    out += fmt::format("  buffers   batch buffers {} in /dev/shm{}\n",
+                       bytes(std::atoll(get("batch_ring_bytes").c_str())), extras);
+    out += fmt::format("  status    {}{}\n", run.status.empty() ? "unknown" : run.status,
+                       run.message.empty() ? "" : ": " + run.message);
+    out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
+           "READ\n";
+    for (const LoaderEpoch& e : run.epochs)
+        out += fmt::format("    {:>5}  {:>3}  {:>8}  {:>8}  {:>8}  {:>7}  {:>9.0f}  {:>8.1f}  "
+                           "{:>10}\n",
+                           e.epoch, e.generation, seconds(e.start_ms),
+                           seconds(e.end_ms - e.start_ms), e.samples, e.batches,
+                           e.samples_per_second(), e.mib_per_second(), bytes(e.bytes_read));
+    out += "\n";
+}
+
 void append_rest(std::string& out, const ReportData& r) {
     if (!r.markers.empty()) {
         out += "Markers\n";
@@ -217,6 +259,7 @@ std::string render_report_text(const ReportData& r) {
     append_totals(out, r);
     append_processes(out, r);
     append_files(out, r);
+    append_loader(out, r);
     append_rest(out, r);
     return out;
 }

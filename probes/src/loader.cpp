@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -251,8 +252,8 @@ EpochStats Loader::run_epoch(int epoch, int generation) {
 
 LoaderSummary Loader::run() {
     events_.event({{"event", "config"},
-                   {"dataset", layout_.path},
-                   {"data_file", layout_.data_file},
+                   {"dataset", std::filesystem::absolute(layout_.path).string()},
+                   {"data_file", std::filesystem::absolute(layout_.data_file).string()},
                    {"kind", to_string(layout_.kind)},
                    {"description", layout_.description},
                    {"records", layout_.record_count},
@@ -308,8 +309,8 @@ double EpochStats::mib_per_second() const {
     return seconds() > 0 ? static_cast<double>(bytes_read) / (1 << 20) / seconds() : 0.0;
 }
 
-LoaderSummary run_loader(const LoaderOptions& options) {
-    const DatasetLayout layout = inspect_dataset(options.dataset, options.record_bytes);
+LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout) {
+    layout = inspect_dataset(options.dataset, options.record_bytes);
     LoaderOptions resolved = options;
     if (resolved.pattern.pattern == Pattern::trace) {
         if (!resolved.trace_path)
@@ -318,13 +319,20 @@ LoaderSummary run_loader(const LoaderOptions& options) {
     }
     validate(resolved.pattern, layout.record_count);
     validate_loader(resolved, layout);
-    Loader loader(resolved, layout);
+    return resolved;
+}
+
+LoaderSummary run_loader(const LoaderOptions& options) {
+    DatasetLayout layout;
+    const LoaderOptions resolved = check_loader(options, layout);
     try {
+        Loader loader(resolved, layout);
         return loader.run();
     } catch (const std::exception& e) {
         LoaderEvents(resolved.markers_path, resolved.events_path)
             .event({{"event", "end"}, {"status", "error"}, {"message", e.what()}});
-        throw;
+        if (dynamic_cast<const LoaderRunError*>(&e)) throw;
+        throw LoaderRunError(e.what());
     }
 }
 

@@ -65,6 +65,7 @@ struct ReportData {
     std::vector<TierSummary> tiers;
     std::vector<Marker> markers;
     std::vector<Timed<Unavailability>> unavailable;
+    LoaderRun loader; // empty unless the run came from `loaderlens replay`
 };
 
 ReportData build_report(const Recording& recording);

@@ -59,8 +59,13 @@ struct LoaderOptions {
     std::optional<std::string> events_path;  // LOADERLENS_LOADER_EVENTS
 };
 
+// Bad options or a dataset the loader cannot use (found before anything runs).
 struct LoaderError : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+// The run itself failed: a worker died or could not read its samples.
+struct LoaderRunError : LoaderError {
+    using LoaderError::LoaderError;
 };
 
 struct EpochStats {
@@ -83,8 +88,12 @@ struct LoaderSummary {
     std::uint64_t checksum = 0;         // of every byte main consumed (keeps the work honest)
 };
 
-// Validates everything first (throws DatasetError, PatternError or LoaderError with one line),
-// then runs. A worker that fails stops the run with a LoaderError naming the worker and why.
+// Checks the options against the dataset without running anything; returns the options with the
+// trace read in. Throws DatasetError, PatternError or LoaderError, each one line.
+LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout);
+
+// check_loader(), then runs. A worker that fails stops the run with a LoaderRunError naming the
+// worker and why.
 LoaderSummary run_loader(const LoaderOptions& options);
 
 } // namespace loaderlens::probes

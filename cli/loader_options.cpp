@@ -1,0 +1,190 @@
+#include "loader_options.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace loaderlens::cli {
+
+std::optional<std::int64_t> parse_duration_us(const std::string& text) {
+    try {
+        std::size_t used = 0;
+        double value = std::stod(text, &used);
+        const std::string unit = text.substr(used);
+        if (unit == "s")
+            value *= 1'000'000;
+        else if (unit == "ms" || unit.empty())
+            value *= 1000;
+        else if (unit != "us")
+            return std::nullopt;
+        // A day at most: beyond that (or inf, nan) it is a typo.
+        if (!std::isfinite(value) || value < 0 || value > 86'400e6) return std::nullopt;
+        return static_cast<std::int64_t>(value);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
+    sub->add_option("dataset", f.dataset, "Dataset: .npy file, raw file, or LMDB directory")
+        ->required();
+    sub->add_option("--record-size", f.record_size, "Raw datasets: bytes per record (64KiB...)")
+        ->transform(CLI::AsSizeValue(false));
+    auto* g = sub->add_option_group("Sampling");
+    g->add_option("--pattern", f.pattern,
+                  "sequential, shuffle, random, distributed, shards, zipf, windows, trace")
+        ->capture_default_str();
+    g->add_option("--batch", f.batch, "Samples per batch")->capture_default_str();
+    g->add_flag("--drop-last", f.drop_last, "Drop the last incomplete batch");
+    g->add_option("--epochs", f.epochs, "Epochs")->capture_default_str();
+    g->add_option("--seed", f.seed, "Seed of every random choice")->capture_default_str();
+    g->add_option("--subset", f.subset, "random_split: fraction of the dataset used");
+    g->add_option("--num-samples", f.num_samples, "random, zipf, windows: samples per epoch");
+    g->add_option("--rank", f.rank, "distributed: this rank");
+    g->add_option("--world", f.world, "distributed: number of ranks");
+    g->add_option("--shard-size", f.shard_size, "shards: records per shard (default 1024)");
+    g->add_option("--zipf-s", f.zipf_s, "zipf: exponent")->capture_default_str();
+    g->add_option("--window", f.window, "windows: records per span");
+    g->add_option("--trace", f.trace, "trace: file with one sample index per line");
+    auto* p = sub->add_option_group("Processes");
+    p->add_option("--workers", f.workers, "Worker processes (0: main loads)")
+        ->capture_default_str();
+    p->add_option("--prefetch", f.prefetch, "Batches in flight per worker")->capture_default_str();
+    p->add_flag("--persistent", f.persistent, "Keep workers across epochs");
+    p->add_flag("--pin", f.pin, "Copy batches into locked staging memory (pin_memory)");
+    p->add_option("--cow-heap", f.cow_heap_mib,
+                  "MiB of small objects main builds before fork; workers touch them like "
+                  "CPython refcounts");
+    p->add_option("--step-time", f.step_time, "Simulated training step per batch (5ms, 200us)")
+        ->capture_default_str();
+    p->add_option("--epoch-pause", f.epoch_pause, "Pause after each epoch (1s, 500ms)")
+        ->capture_default_str();
+    auto* m = sub->add_option_group("Memory");
+    m->add_option("--read", f.read, "mmap-view, mmap-copy or pread")->capture_default_str();
+    m->add_option("--advice", f.advice,
+                  "normal, random, sequential, willneed or dontneed-after-use")
+        ->capture_default_str();
+    m->add_option("--lmdb-open", f.lmdb_open, "LMDB: open the env in the parent or each worker")
+        ->capture_default_str();
+    m->add_option("--readahead", f.readahead, "LMDB: on, or off (MDB_NORDAHEAD)")
+        ->capture_default_str();
+    m->add_flag("--reopen-each-epoch", f.reopen_each_epoch,
+                "Workers drop and reopen their map/env at each epoch");
+}
+
+std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
+    using namespace probes;
+    LoaderOptions o;
+    o.dataset = f.dataset;
+    o.record_bytes = f.record_size;
+    auto pattern = parse_pattern(f.pattern);
+    auto read = parse_read_mode(f.read);
+    auto advice = parse_advice(f.advice);
+    auto lmdb_open = parse_lmdb_open(f.lmdb_open);
+    auto step = parse_duration_us(f.step_time);
+    auto pause = parse_duration_us(f.epoch_pause);
+    const char* problem = !pattern                                        ? "--pattern"
+                          : !read                                         ? "--read"
+                          : !advice                                       ? "--advice"
+                          : !lmdb_open                                    ? "--lmdb-open"
+                          : (f.readahead != "on" && f.readahead != "off") ? "--readahead"
+                          : !step                                         ? "--step-time"
+                          : !pause                                        ? "--epoch-pause"
+                                                                          : nullptr;
+    if (problem) {
+        const std::string name = problem;
+        const std::string value = name == "--pattern"     ? f.pattern
+                                  : name == "--read"      ? f.read
+                                  : name == "--advice"    ? f.advice
+                                  : name == "--lmdb-open" ? f.lmdb_open
+                                  : name == "--readahead" ? f.readahead
+                                  : name == "--step-time" ? f.step_time
+                                                          : f.epoch_pause;
+        print_error(name + " " + value + ": not one of the accepted values (see --help)");
+        return std::nullopt;
+    }
+    o.pattern.pattern = *pattern;
+    o.pattern.seed = f.seed;
+    o.pattern.num_samples = f.num_samples;
+    o.pattern.rank = f.rank;
+    o.pattern.world = f.world;
+    o.pattern.shard_size = f.shard_size;
+    o.pattern.zipf_s = f.zipf_s;
+    o.pattern.window = f.window;
+    o.pattern.subset = f.subset;
+    o.pattern.batch = f.batch;
+    o.pattern.drop_last = f.drop_last;
+    o.pattern.workers = f.workers;
+    o.trace_path = f.trace;
+    o.epochs = f.epochs;
+    o.prefetch = f.prefetch;
+    o.persistent = f.persistent;
+    o.pin = f.pin;
+    o.read = *read;
+    o.advice = *advice;
+    o.lmdb_open = *lmdb_open;
+    o.readahead = f.readahead == "on";
+    o.cow_heap_mib = f.cow_heap_mib;
+    o.reopen_each_epoch = f.reopen_each_epoch;
+    o.step_us = *step;
+    o.epoch_pause_ms = *pause / 1000;
+    return o;
+}
+
+std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
+    auto number = [](auto value) { // shortest text that reads back as the same value
+        char text[32];
+        auto end = std::to_chars(text, text + sizeof text, value).ptr;
+        return std::string(text, end);
+    };
+    std::vector<std::string> args{f.dataset,
+                                  "--pattern",
+                                  f.pattern,
+                                  "--batch",
+                                  number(f.batch),
+                                  "--epochs",
+                                  number(f.epochs),
+                                  "--seed",
+                                  number(f.seed),
+                                  "--subset",
+                                  number(f.subset),
+                                  "--num-samples",
+                                  number(f.num_samples),
+                                  "--rank",
+                                  number(f.rank),
+                                  "--world",
+                                  number(f.world),
+                                  "--shard-size",
+                                  number(f.shard_size),
+                                  "--zipf-s",
+                                  number(f.zipf_s),
+                                  "--window",
+                                  number(f.window),
+                                  "--workers",
+                                  number(f.workers),
+                                  "--prefetch",
+                                  number(f.prefetch),
+                                  "--cow-heap",
+                                  number(f.cow_heap_mib),
+                                  "--step-time",
+                                  f.step_time,
+                                  "--epoch-pause",
+                                  f.epoch_pause,
+                                  "--read",
+                                  f.read,
+                                  "--advice",
+                                  f.advice,
+                                  "--lmdb-open",
+                                  f.lmdb_open,
+                                  "--readahead",
+                                  f.readahead};
+    if (f.record_size) args.insert(args.end(), {"--record-size", number(*f.record_size)});
+    if (f.trace) args.insert(args.end(), {"--trace", *f.trace});
+    for (auto [set, flag] : {std::pair{f.drop_last, "--drop-last"},
+                             {f.persistent, "--persistent"},
+                             {f.pin, "--pin"},
+                             {f.reopen_each_epoch, "--reopen-each-epoch"}})
+        if (set) args.emplace_back(flag);
+    return args;
+}
+
+} // namespace loaderlens::cli

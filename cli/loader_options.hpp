@@ -1,0 +1,54 @@
+// The reference loader's options, shared by `load` (run it) and `replay` (run it under the
+// recorder): the same flags, parsed once, and written back as arguments for the child `load`.
+#pragma once
+
+#include "commands.hpp"
+#include "loaderlens/probes/loader.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loaderlens::cli {
+
+struct LoaderFlags {
+    std::string dataset;
+    std::optional<std::int64_t> record_size;
+    std::string pattern = "shuffle";
+    std::int64_t batch = 32;
+    bool drop_last = false;
+    int workers = 4;
+    int prefetch = 2;
+    bool persistent = false;
+    bool pin = false;
+    int epochs = 1;
+    std::uint64_t seed = 0;
+    double subset = 1.0;
+    std::int64_t num_samples = 0;
+    int rank = 0, world = 1;
+    std::int64_t shard_size = 0;
+    double zipf_s = 1.1;
+    std::int64_t window = 0;
+    std::optional<std::string> trace;
+    std::string read = "mmap-view";
+    std::string advice = "normal";
+    std::string lmdb_open = "worker";
+    std::string readahead = "on";
+    std::int64_t cow_heap_mib = 0;
+    bool reopen_each_epoch = false;
+    std::string step_time = "0";
+    std::string epoch_pause = "0";
+};
+
+void add_loader_flags(CLI::App* sub, LoaderFlags& flags);
+
+// The loader's options, or nothing after a one-line error naming the flag.
+std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& flags);
+
+// Arguments that make `loaderlens load` run exactly these options.
+std::vector<std::string> to_load_arguments(const LoaderFlags& flags);
+
+// "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds.
+std::optional<std::int64_t> parse_duration_us(const std::string& text);
+
+} // namespace loaderlens::cli
