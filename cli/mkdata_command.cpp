@@ -1,8 +1,278 @@
-// `loaderlens mkdata` (being written)
+// `loaderlens mkdata npy|raw|lmdb PATH`: generate a dataset of known size and deterministic
+// content for the reference loader (docs/datasets.md).
 #include "commands.hpp"
+#include "loaderlens/probes/mkdata.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <unistd.h>
+
 namespace loaderlens::cli {
-Runner add_mkdata(CLI::App& app) {
-    app.add_subcommand("mkdata", "generate a dataset (being written)");
-    return [] { return exit_internal; };
+
+namespace {
+
+namespace probes = loaderlens::probes;
+
+// "4096", "64KiB", "256MiB", "1.5GiB", "64K" (powers of 1024); "10kB", "10MB" (powers of 1000).
+std::optional<std::int64_t> parse_size(const std::string& text) {
+    struct Unit {
+        const char* suffix;
+        double factor;
+    };
+    static const Unit units[] = {
+        {"", 1},         {"b", 1},      {"k", 0x1p10},   {"kib", 0x1p10}, {"m", 0x1p20},
+        {"mib", 0x1p20}, {"g", 0x1p30}, {"gib", 0x1p30}, {"t", 0x1p40},   {"tib", 0x1p40},
+        {"kb", 1e3},     {"mb", 1e6},   {"gb", 1e9},     {"tb", 1e12},
+    };
+    try {
+        std::size_t used = 0;
+        const double number = std::stod(text, &used);
+        std::string suffix = text.substr(used);
+        for (char& c : suffix)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (const Unit& unit : units) {
+            if (suffix != unit.suffix) continue;
+            const double bytes = std::floor(number * unit.factor);
+            // 2^62: far beyond any disk, and safe from overflow in count * record size.
+            if (!std::isfinite(bytes) || bytes < 1 || bytes > 0x1p62) return std::nullopt;
+            return static_cast<std::int64_t>(bytes);
+        }
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
 }
+
+// "3x32x32" (or "3,32,32") -> {3, 32, 32}; "" -> {} (each record one element).
+std::optional<std::vector<std::int64_t>> parse_shape(const std::string& text) {
+    std::vector<std::int64_t> shape;
+    if (text.empty()) return shape;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t end = text.find_first_of("x,", start);
+        const std::string part = text.substr(start, end - start);
+        if (part.empty() || part.size() > 12 ||
+            part.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
+        const std::int64_t dim = std::stoll(part);
+        if (dim < 1) return std::nullopt;
+        shape.push_back(dim);
+        if (end == std::string::npos) return shape;
+        start = end + 1;
+    }
+}
+
+std::string format_bytes(std::int64_t bytes) {
+    if (bytes < 1024) return fmt::format("{} bytes", bytes);
+    const double mib = static_cast<double>(bytes) / 0x1p20;
+    const std::string human = mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024)
+                              : mib >= 1  ? fmt::format("{:.1f} MiB", mib)
+                                          : fmt::format("{:.1f} KiB", mib * 1024);
+    return fmt::format("{} ({} bytes)", human, bytes);
+}
+
+// "\r"-redrawn on a terminal only, so that a log file or a pipe gets nothing but the result.
+class ProgressBar {
+  public:
+    explicit ProgressBar(std::string path) : path_(std::move(path)) {}
+    void update(std::int64_t done, std::int64_t total) {
+        if (!enabled_) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        drawn_ = true;
+        std::fprintf(stderr, "\r\033[Kmkdata %s: %.1f / %.1f MiB  %3d%%", path_.c_str(),
+                     static_cast<double>(done) / 0x1p20, static_cast<double>(total) / 0x1p20,
+                     total > 0 ? static_cast<int>(100 * done / total) : 100);
+        std::fflush(stderr);
+    }
+    void clear() {
+        if (!drawn_) return;
+        std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+        drawn_ = false;
+    }
+
+  private:
+    std::string path_;
+    bool enabled_ = ::isatty(STDERR_FILENO) == 1;
+    bool drawn_ = false;
+    std::chrono::steady_clock::time_point last_;
+};
+
+// Ctrl-C while writing: stop at the next progress report and let make_dataset's cleanup remove
+// the partial dataset, instead of leaving gigabytes under a hidden temporary name.
+std::atomic<int> interrupt_signal{0};
+extern "C" void on_interrupt(int signal) {
+    interrupt_signal = signal;
+}
+struct Interrupted {};
+
+class InterruptGuard {
+  public:
+    InterruptGuard() {
+        struct sigaction action {};
+        action.sa_handler = on_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &old_int_);
+        sigaction(SIGTERM, &action, &old_term_);
+    }
+    ~InterruptGuard() {
+        sigaction(SIGINT, &old_int_, nullptr);
+        sigaction(SIGTERM, &old_term_, nullptr);
+    }
+
+  private:
+    struct sigaction old_int_ {};
+    struct sigaction old_term_ {};
+};
+
+struct MkdataCliOptions {
+    probes::MkdataOptions dataset;
+    std::optional<std::int64_t> count;
+    std::string size, record_size, value_size;
+    std::string shape = "3x32x32";
+};
+
+CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string& description,
+                   MkdataCliOptions& o) {
+    CLI::App* sub = mkdata.add_subcommand(probes::to_string(kind), description);
+    const bool lmdb = kind == probes::DatasetKind::lmdb;
+    sub->add_option(lmdb ? "dir" : "path", o.dataset.path,
+                    lmdb ? "Environment directory to create" : "File to create")
+        ->required();
+    CLI::Option* count = sub->add_option("--count", o.count, "Number of records");
+    CLI::Option* size = sub->add_option(
+        "--size", o.size, "Total record bytes instead of --count (e.g. 4096, 64KiB, 256MiB, 1GiB)");
+    count->excludes(size);
+    if (kind == probes::DatasetKind::npy) {
+        sub->add_option("--shape", o.shape, "Shape of one record, e.g. 3x32x32 (\"\": scalars)")
+            ->capture_default_str();
+        sub->add_option("--dtype", o.dataset.dtype, "numpy element type")
+            ->check(CLI::IsMember(
+                {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"}))
+            ->capture_default_str();
+        sub->add_option("--npy-version", o.dataset.npy_version,
+                        ".npy format version (default: the lowest that fits)")
+            ->check(CLI::Range(1, 3));
+    } else if (kind == probes::DatasetKind::raw) {
+        sub->add_option("--record-size", o.record_size, "Bytes per record (e.g. 4096, 64KiB)")
+            ->required();
+    } else {
+        sub->add_option("--value-size", o.value_size, "Bytes per value (e.g. 4096, 64KiB)")
+            ->required();
+    }
+    sub->add_option("--seed", o.dataset.seed, "Content seed: same seed, same bytes")
+        ->capture_default_str();
+    sub->add_flag("--force", o.dataset.force, "Replace an existing dataset");
+    return sub;
+}
+
+// Fills in what the options leave open (kind, sizes, count); false after printing an error.
+bool complete_options(MkdataCliOptions& o) {
+    probes::MkdataOptions& d = o.dataset;
+    std::int64_t record_bytes = 0;
+    if (d.kind == probes::DatasetKind::npy) {
+        auto shape = parse_shape(o.shape);
+        if (!shape) {
+            print_error("--shape " + o.shape +
+                        ": expected positive dimensions like 3x32x32 (or \"\" for scalars)");
+            return false;
+        }
+        d.sample_shape = *shape;
+        record_bytes = probes::npy_itemsize(d.dtype, "--dtype");
+        for (std::int64_t dim : d.sample_shape)
+            if (__builtin_mul_overflow(record_bytes, dim, &record_bytes)) {
+                print_error("--shape " + o.shape + ": the record size overflows 64 bits");
+                return false;
+            }
+    } else {
+        const bool lmdb = d.kind == probes::DatasetKind::lmdb;
+        const std::string& text = lmdb ? o.value_size : o.record_size;
+        auto bytes = parse_size(text);
+        if (!bytes) {
+            print_error(std::string(lmdb ? "--value-size " : "--record-size ") + text +
+                        ": expected a size like 4096, 64KiB or 1MiB");
+            return false;
+        }
+        d.record_bytes = record_bytes = *bytes;
+    }
+    if (o.count) {
+        d.count = *o.count;
+    } else if (!o.size.empty()) {
+        auto total = parse_size(o.size);
+        if (!total) {
+            print_error("--size " + o.size + ": expected a size like 4096, 64KiB, 256MiB or 1GiB");
+            return false;
+        }
+        d.count = *total / record_bytes;
+        if (d.count == 0) {
+            print_error("--size " + o.size + ": smaller than one record (" +
+                        std::to_string(record_bytes) + " bytes)");
+            return false;
+        }
+    } else {
+        print_error(std::string("mkdata ") + probes::to_string(d.kind) +
+                    ": pass --count N or --size SIZE");
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+Runner add_mkdata(CLI::App& app) {
+    auto o = std::make_shared<MkdataCliOptions>();
+    CLI::App* mkdata = app.add_subcommand(
+        "mkdata", "Generate a dataset of deterministic content (npy, raw records, LMDB)");
+    mkdata->require_subcommand(1);
+    using probes::DatasetKind;
+    CLI::App* npy = add_kind(*mkdata, DatasetKind::npy, "A .npy array: (count, *shape)", *o);
+    CLI::App* raw = add_kind(*mkdata, DatasetKind::raw, "A file of fixed-size records", *o);
+    add_kind(*mkdata, DatasetKind::lmdb, "An LMDB environment: keys 0..count-1 (8-byte big-endian)",
+             *o);
+    return [o, npy, raw] {
+        o->dataset.kind = npy->parsed()   ? DatasetKind::npy
+                          : raw->parsed() ? DatasetKind::raw
+                                          : DatasetKind::lmdb;
+        ProgressBar bar(o->dataset.path);
+        try {
+            if (!complete_options(*o)) return exit_bad_input;
+            o->dataset.progress = [&bar](std::int64_t done, std::int64_t total) {
+                if (interrupt_signal != 0) throw Interrupted{};
+                bar.update(done, total);
+            };
+            probes::DatasetLayout layout;
+            {
+                InterruptGuard guard;
+                layout = probes::make_dataset(o->dataset);
+            }
+            bar.clear();
+            std::error_code error;
+            const auto bytes = std::filesystem::file_size(layout.data_file, error);
+            std::cout << "wrote " << layout.path << ": " << layout.description << ", "
+                      << (error ? std::string("size unknown")
+                                : format_bytes(static_cast<std::int64_t>(bytes)))
+                      << "\n";
+            std::cout.flush();
+            return std::cout ? exit_ok : exit_internal;
+        } catch (const probes::DatasetError& e) {
+            bar.clear();
+            print_error(e.what());
+            return exit_bad_input;
+        } catch (const Interrupted&) {
+            bar.clear();
+            print_error("interrupted; nothing written to " + o->dataset.path);
+            return 128 + interrupt_signal.load();
+        }
+    };
+}
+
 } // namespace loaderlens::cli

@@ -1,1 +1,188 @@
-// (being written)
+// Telling the three dataset kinds apart and measuring them: what the reference loader needs to
+// address record i (file, offset, record size, count).
+#include "loaderlens/probes/dataset.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace loaderlens::probes {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+    throw DatasetError(path + ": " + what);
+}
+
+std::string python_tuple(const std::vector<std::int64_t>& values) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < values.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(values[i]);
+    return out + (values.size() == 1 ? ",)" : ")");
+}
+
+// Owns what an LMDB read needs, so that every error path closes it.
+struct LmdbReader {
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    MDB_cursor* cursor = nullptr;
+    ~LmdbReader() {
+        if (cursor) mdb_cursor_close(cursor);
+        if (txn) mdb_txn_abort(txn);
+        if (env) mdb_env_close(env);
+    }
+};
+
+DatasetLayout inspect_lmdb(const std::string& dir) {
+    const std::string data_file = dir + "/data.mdb";
+    struct stat st {};
+    if (::stat(data_file.c_str(), &st) != 0)
+        fail(dir,
+             std::string("not an LMDB environment (no data.mdb: ") + std::strerror(errno) + ")");
+    if (!S_ISREG(st.st_mode)) fail(dir, "not an LMDB environment (data.mdb is not a file)");
+    if (st.st_size == 0) fail(dir, "not an LMDB environment (data.mdb is empty)");
+
+    auto not_lmdb = [&](int rc) {
+        fail(dir, std::string("not an LMDB environment (") + mdb_strerror(rc) + ")");
+    };
+    LmdbReader lmdb;
+    if (int rc = mdb_env_create(&lmdb.env); rc != 0) not_lmdb(rc);
+    // MDB_NOLOCK: dataset directories are often read-only, where lock.mdb cannot be created.
+    if (int rc = mdb_env_open(lmdb.env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644); rc != 0)
+        not_lmdb(rc);
+    if (int rc = mdb_txn_begin(lmdb.env, nullptr, MDB_RDONLY, &lmdb.txn); rc != 0) not_lmdb(rc);
+    MDB_dbi dbi = 0;
+    if (int rc = mdb_dbi_open(lmdb.txn, nullptr, 0, &dbi); rc != 0) not_lmdb(rc);
+    MDB_stat stat{};
+    if (int rc = mdb_stat(lmdb.txn, dbi, &stat); rc != 0) not_lmdb(rc);
+    if (stat.ms_entries == 0) fail(dir, "empty dataset (the LMDB environment has no records)");
+    if (int rc = mdb_cursor_open(lmdb.txn, dbi, &lmdb.cursor); rc != 0) not_lmdb(rc);
+
+    const auto count = static_cast<std::int64_t>(stat.ms_entries);
+    MDB_val first_key{}, first_value{}, last_key{}, last_value{};
+    if (int rc = mdb_cursor_get(lmdb.cursor, &first_key, &first_value, MDB_FIRST); rc != 0)
+        fail(dir, std::string("cannot read the first record (") + mdb_strerror(rc) + ")");
+    if (int rc = mdb_cursor_get(lmdb.cursor, &last_key, &last_value, MDB_LAST); rc != 0)
+        fail(dir, std::string("cannot read the last record (") + mdb_strerror(rc) + ")");
+
+    // The loader fetches record i with mdb_get(lmdb_key(i)); keys in any other form (text,
+    // file names) would make every lookup miss, so say so here rather than at the first batch.
+    auto key_is = [](const MDB_val& key, std::int64_t index) {
+        const std::string expected = lmdb_key(index);
+        return key.mv_size == expected.size() &&
+               std::memcmp(key.mv_data, expected.data(), expected.size()) == 0;
+    };
+    if (!key_is(first_key, 0) || !key_is(last_key, count - 1))
+        fail(dir, "the keys are not the record indices 0.." + std::to_string(count - 1) +
+                      " as 8-byte big-endian integers (see docs/datasets.md)");
+    if (first_value.mv_size != last_value.mv_size)
+        fail(dir, "records of different sizes (the first has " +
+                      std::to_string(first_value.mv_size) + " bytes, the last " +
+                      std::to_string(last_value.mv_size) + ")");
+    if (first_value.mv_size == 0) fail(dir, "records of 0 bytes");
+
+    DatasetLayout layout;
+    layout.kind = DatasetKind::lmdb;
+    layout.path = dir;
+    layout.data_file = data_file;
+    layout.record_count = count;
+    layout.record_bytes = static_cast<std::int64_t>(first_value.mv_size);
+    layout.description =
+        "lmdb " + std::to_string(count) + " x " + std::to_string(layout.record_bytes) + " B";
+    return layout;
+}
+
+DatasetLayout inspect_npy(const std::string& path) {
+    const NpyHeader header = read_npy_header(path);
+    std::int64_t record_bytes = header.itemsize;
+    for (std::size_t i = 1; i < header.shape.size(); ++i)
+        record_bytes *= header.shape[i]; // cannot overflow: read_npy_header checked the product
+    const std::string shape = python_tuple(header.shape);
+    if (header.shape.front() == 0) fail(path, "empty dataset (shape " + shape + ")");
+    if (record_bytes == 0) fail(path, "records of 0 bytes (shape " + shape + ")");
+
+    DatasetLayout layout;
+    layout.kind = DatasetKind::npy;
+    layout.path = path;
+    layout.data_file = path;
+    layout.record_count = header.shape.front();
+    layout.record_bytes = record_bytes;
+    layout.data_offset = header.data_offset;
+    layout.description = "npy " + header.descr + " " + shape;
+    return layout;
+}
+
+DatasetLayout inspect_raw(const std::string& path, std::int64_t file_size,
+                          std::optional<std::int64_t> record_bytes) {
+    if (!record_bytes)
+        fail(path, "not a .npy file; for a file of fixed-size raw records pass --record-size "
+                   "BYTES");
+    if (*record_bytes <= 0)
+        fail(path, "the record size must be positive (got " + std::to_string(*record_bytes) + ")");
+    if (file_size == 0) fail(path, "empty dataset (the file has 0 bytes)");
+    if (file_size % *record_bytes != 0)
+        fail(path, "the file size " + std::to_string(file_size) +
+                       " is not a multiple of the record size " + std::to_string(*record_bytes) +
+                       " (" + std::to_string(file_size % *record_bytes) + " bytes left over)");
+    DatasetLayout layout;
+    layout.kind = DatasetKind::raw;
+    layout.path = path;
+    layout.data_file = path;
+    layout.record_count = file_size / *record_bytes;
+    layout.record_bytes = *record_bytes;
+    layout.description = "raw " + std::to_string(layout.record_count) + " x " +
+                         std::to_string(layout.record_bytes) + " B";
+    return layout;
+}
+
+bool starts_with_npy_magic(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+    char start[6] = {};
+    ssize_t n;
+    do
+        n = ::pread(fd, start, sizeof start, 0);
+    while (n < 0 && errno == EINTR);
+    const int read_errno = errno;
+    ::close(fd);
+    if (n < 0) fail(path, std::string("cannot read (") + std::strerror(read_errno) + ")");
+    return n == sizeof start && std::string_view(start, sizeof start) == "\x93NUMPY";
+}
+
+} // namespace
+
+const char* to_string(DatasetKind kind) {
+    switch (kind) {
+    case DatasetKind::npy:
+        return "npy";
+    case DatasetKind::raw:
+        return "raw";
+    case DatasetKind::lmdb:
+        return "lmdb";
+    }
+    return "unknown";
+}
+
+DatasetLayout inspect_dataset(const std::string& path,
+                              std::optional<std::int64_t> raw_record_bytes) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(path, std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return inspect_lmdb(path);
+    if (!S_ISREG(st.st_mode)) fail(path, "not a regular file or a directory");
+    if (starts_with_npy_magic(path)) return inspect_npy(path);
+    return inspect_raw(path, st.st_size, raw_record_bytes);
+}
+
+std::string lmdb_key(std::int64_t index) {
+    std::string key(8, '\0');
+    auto value = static_cast<std::uint64_t>(index);
+    for (int i = 7; i >= 0; --i, value >>= 8)
+        key[i] = static_cast<char>(value & 0xff);
+    return key;
+}
+
+} // namespace loaderlens::probes
