@@ -6,6 +6,7 @@
 #include "worker_pool.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -211,6 +212,7 @@ void Loader::run_batches_in_workers(const std::vector<Batch>& batches, EpochStat
             TaskResult result = pool_->receive();
             done[static_cast<std::size_t>(result.batch_number)] = 1;
             stats.bytes_read += result.bytes_read;
+            stats.batches_per_worker[static_cast<std::size_t>(result.worker)] += 1;
         }
         const Batch& batch = batches[static_cast<std::size_t>(next_take)];
         consume(batch_buffers_->data() +
@@ -231,6 +233,7 @@ EpochStats Loader::run_epoch(int epoch, int generation) {
     for (const Batch& batch : batches)
         stats.samples += static_cast<std::int64_t>(batch.samples.size());
     stats.batches = static_cast<std::int64_t>(batches.size());
+    stats.batches_per_worker.assign(static_cast<std::size_t>(std::max(workers_, 0)), 0);
     if (workers_ == 0) {
         for (const Batch& batch : batches)
             stats.bytes_read += load_in_main(batch);
@@ -246,7 +249,8 @@ EpochStats Loader::run_epoch(int epoch, int generation) {
                    {"end_boot_ns", stats.end_boot_ns},
                    {"samples", stats.samples},
                    {"batches", stats.batches},
-                   {"bytes_read", stats.bytes_read}});
+                   {"bytes_read", stats.bytes_read},
+                   {"batches_per_worker", stats.batches_per_worker}});
     return stats;
 }
 
@@ -322,9 +326,27 @@ LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout) 
     return resolved;
 }
 
+// A worker that exits closes its task pipe: writing to it must fail with EPIPE (and be reported
+// with the worker's reason), not kill the main process with SIGPIPE.
+class IgnoreSigpipe {
+  public:
+    IgnoreSigpipe() {
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ignore, &previous_);
+    }
+    ~IgnoreSigpipe() { sigaction(SIGPIPE, &previous_, nullptr); }
+    IgnoreSigpipe(const IgnoreSigpipe&) = delete;
+    IgnoreSigpipe& operator=(const IgnoreSigpipe&) = delete;
+
+  private:
+    struct sigaction previous_ {};
+};
+
 LoaderSummary run_loader(const LoaderOptions& options) {
     DatasetLayout layout;
     const LoaderOptions resolved = check_loader(options, layout);
+    IgnoreSigpipe ignore_sigpipe;
     try {
         Loader loader(resolved, layout);
         return loader.run();

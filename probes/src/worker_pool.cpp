@@ -83,6 +83,7 @@ void WorkerPool::send(int worker, const TaskHeader& header, const std::vector<Sa
     const Process& process = workers_.at(static_cast<std::size_t>(worker));
     if (!write_all(process.task_fd, &header, sizeof header) ||
         !write_all(process.task_fd, samples.data(), samples.size() * sizeof(Sample))) {
+        throw_reported_failure(); // the worker said why before it exited
         check_alive();
         throw LoaderError("worker " + std::to_string(worker) + " (pid " +
                           std::to_string(process.pid) + ") stopped taking tasks");
@@ -103,6 +104,18 @@ void WorkerPool::check_alive() {
             const auto worker = &process - workers_.data();
             throw LoaderError("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) +
                               ") " + describe_wait_status(status));
+        }
+    }
+}
+
+void WorkerPool::throw_reported_failure() {
+    pollfd pfd{result_fd_, POLLIN, 0};
+    while (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN)) {
+        TaskResult result{};
+        if (!read_all(result_fd_, &result, sizeof result)) return;
+        if (result.failed) {
+            result.message[sizeof result.message - 1] = '\0';
+            throw LoaderError("worker " + std::to_string(result.worker) + ": " + result.message);
         }
     }
 }

@@ -36,6 +36,8 @@ class WorkerPool {
     };
     [[noreturn]] void run_child(int worker, int task_read_fd, int result_write_fd);
     void check_alive();
+    // Throws the failure a worker reported, if one is waiting in the result pipe.
+    void throw_reported_failure();
 
     int count_;
     int max_in_flight_;

@@ -74,6 +74,7 @@ struct EpochStats {
     std::int64_t start_boot_ns = 0, end_boot_ns = 0;
     std::int64_t samples = 0, batches = 0;
     std::int64_t bytes_read = 0; // bytes the workers took from the dataset
+    std::vector<std::int64_t> batches_per_worker; // by worker id (empty with workers == 0)
     double seconds() const { return (end_boot_ns - start_boot_ns) / 1e9; }
     double samples_per_second() const;
     double mib_per_second() const;
