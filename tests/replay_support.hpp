@@ -42,13 +42,11 @@ inline std::int64_t object_id_of(const Recording& recording, const std::string& 
 
 // One process's series of a mapped object: t_ms -> figures (a missing row means under the maps
 // tier's size threshold, i.e. about 0).
-inline std::map<std::int64_t, MappedObject> file_series(const Recording& recording,
-                                                        std::int64_t process_id,
-                                                        std::int64_t object_id) {
+inline std::map<std::int64_t, MappedObject>
+file_series(const Recording& recording, std::int64_t process_id, std::int64_t object_id) {
     std::map<std::int64_t, MappedObject> out;
     for (const auto& row : recording.maps())
-        if (row.process_id == process_id && row.object_id == object_id)
-            out[row.t_ms] = row.figures;
+        if (row.process_id == process_id && row.object_id == object_id) out[row.t_ms] = row.figures;
     return out;
 }
 

@@ -75,9 +75,8 @@ BOOST_AUTO_TEST_CASE(reforked_workers_are_new_processes_persistent_ones_stay) {
     TempDir dir;
     const std::string data = dir.file("data.npy");
     mkdata({"npy", data, "--count", "64", "--shape", "1024", "--dtype", "u1"});
-    auto reforked =
-        of_kind(load_events(dir, {data, "--workers", "2", "--epochs", "3", "--batch", "8"}),
-                "worker");
+    auto reforked = of_kind(
+        load_events(dir, {data, "--workers", "2", "--epochs", "3", "--batch", "8"}), "worker");
     BOOST_REQUIRE_EQUAL(reforked.size(), 6u);
     std::set<int> pids;
     for (std::size_t i = 0; i < reforked.size(); ++i) {
@@ -91,8 +90,8 @@ BOOST_AUTO_TEST_CASE(reforked_workers_are_new_processes_persistent_ones_stay) {
                reforked[0]["seed"].get<std::uint64_t>() + 1);
     BOOST_TEST(reforked[2]["seed"] != reforked[0]["seed"]);
 
-    auto persistent = load_events(dir, {data, "--workers", "2", "--epochs", "3", "--batch", "8",
-                                        "--persistent"});
+    auto persistent =
+        load_events(dir, {data, "--workers", "2", "--epochs", "3", "--batch", "8", "--persistent"});
     BOOST_TEST(of_kind(persistent, "worker").size() == 2u);
     for (const auto& epoch : of_kind(persistent, "epoch"))
         BOOST_TEST(epoch["generation"] == 0);
@@ -213,9 +212,9 @@ BOOST_AUTO_TEST_CASE(a_failing_worker_stops_the_run_with_its_reason) {
         std::this_thread::sleep_for(300ms);
         std::filesystem::resize_file(data, 4096 * 100);
     });
-    auto result = run({cli_path(), "load", data, "--record-size", "4096", "--read", "pread",
-                       "--workers", "2", "--batch", "4", "--pattern", "sequential",
-                       "--step-time", "5ms"});
+    auto result =
+        run({cli_path(), "load", data, "--record-size", "4096", "--read", "pread", "--workers", "2",
+             "--batch", "4", "--pattern", "sequential", "--step-time", "5ms"});
     shrink.join();
     BOOST_TEST(result.exit_code == 1, "not a runtime failure: " << result.err);
     BOOST_TEST(one_line(result.err));
