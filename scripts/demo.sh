@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
-# The main job: set up, build, record a worker tree of known shape, print the report.
-# The tree: main forks 4 workers that each map the same 64 MiB file and write 16 MiB of their own
-# memory, twice (workers are re-forked like non-persistent DataLoader workers each epoch).
+# The main job: set up, build, generate a small dataset, replay a PyTorch-like DataLoader over it
+# under the recorder (4 workers, re-forked each epoch, 2 epochs), and print the report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build --target loaderlens loaderlens-test-workload
+cmake --build build --target loaderlens
 
 data_dir=$(mktemp -d /var/tmp/loaderlens-demo.XXXXXX)  # not /tmp: it may be a tmpfs
 trap 'rm -rf "$data_dir"' EXIT
-head -c $((64 << 20)) /dev/urandom > "$data_dir/data.bin"
+# 2048 images of 3x64x64 float32: 96 MiB.
+build/cli/loaderlens mkdata npy "$data_dir/images.npy" --count 2048 --shape 3x64x64 --dtype f4
 recording=build/demo.db
-build/cli/loaderlens record --force -o "$recording" -- \
-  build/tests/loaderlens-test-workload --file "$data_dir/data.bin" --workers 4 --anon-mib 16 \
-  --generations 2 --hold-ms 2500 > /dev/null
-build/cli/loaderlens report "$recording"
+build/cli/loaderlens replay "$data_dir/images.npy" --workers 4 --batch 32 --epochs 2 \
+  --step-time 20ms --epoch-pause 500ms --force -o "$recording"
 echo
 echo "Recording: $recording   (also: build/cli/loaderlens export --format csv $recording)"
