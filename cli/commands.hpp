@@ -2,7 +2,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 
 namespace loaderlens::cli {
 
@@ -19,6 +22,10 @@ Runner add_export(CLI::App& app);
 Runner add_mkdata(CLI::App& app);
 Runner add_load(CLI::App& app);
 Runner add_replay(CLI::App& app);
+
+// "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds; nothing for text
+// that is not a duration, negative, or over a day.
+std::optional<std::int64_t> parse_duration_us(const std::string& text);
 
 // Prints "loaderlens: <message>" on stderr (one line).
 void print_error(const std::string& message);

@@ -48,7 +48,4 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& flags)
 // Arguments that make `loaderlens load` run exactly these options.
 std::vector<std::string> to_load_arguments(const LoaderFlags& flags);
 
-// "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds.
-std::optional<std::int64_t> parse_duration_us(const std::string& text);
-
 } // namespace loaderlens::cli

@@ -24,22 +24,11 @@ namespace loaderlens::cli {
 
 namespace {
 
-// "250ms", "2s", "0.5s" or a bare number of milliseconds.
+// A tier interval: at least 1 ms (and at most a day, see parse_duration_us).
 std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
-    try {
-        std::size_t used = 0;
-        double value = std::stod(text, &used);
-        std::string unit = text.substr(used);
-        if (unit == "s")
-            value *= 1000;
-        else if (!unit.empty() && unit != "ms")
-            return std::nullopt;
-        // A day at most: beyond that (or inf, nan) it is a typo, not an interval.
-        if (!std::isfinite(value) || value < 1 || value > 86'400'000) return std::nullopt;
-        return static_cast<std::int64_t>(value);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
+    auto us = parse_duration_us(text);
+    if (!us || *us < 1000) return std::nullopt;
+    return *us / 1000;
 }
 
 bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& options) {

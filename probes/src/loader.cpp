@@ -3,6 +3,7 @@
 #include "loader_events.hpp"
 #include "sample_reader.hpp"
 #include "shared_buffers.hpp"
+#include "splitmix.hpp"
 #include "worker_pool.hpp"
 
 #include <cmath>
@@ -71,13 +72,6 @@ void sleep_us(std::int64_t us) {
     timespec ts{us / 1'000'000, (us % 1'000'000) * 1000};
     while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
     }
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
 }
 
 class Loader {
@@ -151,7 +145,8 @@ std::size_t Loader::batch_bytes(const Batch& batch) const {
 void Loader::start_workers(int epoch, int generation) {
     std::vector<pid_t> pids = pool_->start();
     // The seeds PyTorch would give them: a new base seed per iterator, + worker id.
-    const std::uint64_t base_seed = splitmix64(o_.pattern.seed ^ splitmix64(generation + 1));
+    const std::uint64_t base_seed = splitmix::mix(
+        o_.pattern.seed ^ splitmix::mix(static_cast<std::uint64_t>(generation) + splitmix::gamma));
     const std::int64_t now = boottime_now_ns();
     for (std::size_t w = 0; w < pids.size(); ++w)
         events_.event({{"event", "worker"},

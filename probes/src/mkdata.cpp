@@ -2,6 +2,8 @@
 // memory under a temporary name and renamed into place.
 #include "loaderlens/probes/mkdata.hpp"
 
+#include "splitmix.hpp"
+
 #include <array>
 #include <atomic>
 #include <bit>
@@ -71,12 +73,7 @@ std::string numpy_descr(const Dtype& dtype) {
     return (std::endian::native == std::endian::little ? "<" : ">") + std::string(dtype.code);
 }
 
-// The splitmix64 output function: a bijective mix of all 64 bits.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+using splitmix::mix;
 
 // k / 2048 for k in [0, 2048) as IEEE half precision, where it is exact (11 significant bits).
 std::uint16_t half_of_eleven_bits(unsigned k) {
@@ -92,7 +89,7 @@ std::uint16_t half_of_eleven_bits(unsigned k) {
 class RecordContent {
   public:
     RecordContent(std::uint64_t seed, std::int64_t index, const Dtype& dtype)
-        : state_(mix64(seed) ^ mix64(static_cast<std::uint64_t>(index) + 0x632be59bd9b4e019ULL)),
+        : state_(mix(seed) ^ mix(static_cast<std::uint64_t>(index) + 0x632be59bd9b4e019ULL)),
           dtype_(dtype) {}
 
     // The next `bytes` of the record: a multiple of 8 except for the record's last piece.
@@ -127,7 +124,7 @@ class RecordContent {
     }
 
   private:
-    std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ULL); }
+    std::uint64_t next() { return mix(state_ += splitmix::gamma); }
     template <class T> static void store(std::byte* out, T value) {
         std::memcpy(out, &value, sizeof value);
     }
@@ -152,7 +149,7 @@ class TemporaryPath {
             const auto tick = std::chrono::steady_clock::now().time_since_epoch().count();
             const std::string name = "." + target.filename().string() + ".mkdata-" +
                                      std::to_string(::getpid()) + "-" +
-                                     std::to_string(mix64(tick + counter++) % 1'000'000);
+                                     std::to_string(mix(tick + counter++) % 1'000'000);
             const std::string candidate = (target.parent_path() / name).string();
             const int rc = directory
                                ? ::mkdir(candidate.c_str(), 0777)

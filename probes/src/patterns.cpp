@@ -4,6 +4,8 @@
 // same sequence on every machine so that recordings can be compared.
 #include "loaderlens/probes/patterns.hpp"
 
+#include "splitmix.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -20,14 +22,10 @@ namespace {
 
 constexpr std::int64_t default_shard_size = 1024;
 
-// The splitmix64 output function: a bijection of 64-bit words with good avalanche, used both as
-// the generator's output and to derive independent stream keys.
-constexpr std::uint64_t finalize(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ULL;
+// splitmix64's output function serves both as the generator's output and to derive independent
+// stream keys.
+using splitmix::mix;
+constexpr std::uint64_t golden_gamma = splitmix::gamma;
 
 // What a random stream is for. Each use gets its own stream, so that e.g. the subset of a seed
 // does not change when the epoch (and with it the shuffle) changes, and adding a use elsewhere
@@ -48,14 +46,14 @@ class Generator {
   public:
     // A stream that depends on the seed and the purpose only (the same every epoch).
     Generator(std::uint64_t seed, Purpose purpose)
-        : state_(finalize(finalize(seed + golden_gamma) ^
-                          (static_cast<std::uint64_t>(purpose) * golden_gamma))) {}
+        : state_(mix(mix(seed + golden_gamma) ^
+                     (static_cast<std::uint64_t>(purpose) * golden_gamma))) {}
     // A stream that also depends on the epoch.
     Generator(std::uint64_t seed, Purpose purpose, int epoch) : Generator(seed, purpose) {
-        state_ = finalize(state_ ^ finalize(static_cast<std::uint64_t>(epoch) + golden_gamma));
+        state_ = mix(state_ ^ mix(static_cast<std::uint64_t>(epoch) + golden_gamma));
     }
 
-    std::uint64_t next() { return finalize(state_ += golden_gamma); }
+    std::uint64_t next() { return mix(state_ += golden_gamma); }
 
     // Uniform in [0, bound), bound >= 1, without modulo bias: the lowest 2^64 mod bound words are
     // rejected so that the accepted range is a whole number of copies of [0, bound).
