@@ -142,6 +142,40 @@ BOOST_AUTO_TEST_CASE(lmdb_persistent_workers_grow_each_epoch_reforked_ones_start
     }
 }
 
+// The fix for 4: persistent workers that reopen the environment each epoch drop what they had
+// mapped, so each epoch starts low again.
+BOOST_AUTO_TEST_CASE(lmdb_reopen_each_epoch_resets_persistent_workers) {
+    TempDir dir;
+    const std::string db = dir.file("data.lmdb"), out = dir.file("run.db");
+    mkdata({"lmdb", db, "--count", "800", "--value-size", "128KiB"});
+    // clang-format off
+    replay(out, {db, "--workers", "4", "--batch", "1", "--prefetch", "1", "--epochs", "3",
+                 "--pattern", "random", "--num-samples", "64", "--step-time", "30ms",
+                 "--epoch-pause", "700ms", "--interval", "maps=200ms", "--cpu-budget", "30%",
+                 "--persistent", "--reopen-each-epoch"});
+    // clang-format on
+    Recording recording(out);
+    const std::int64_t object = object_id_of(recording, "/data.mdb");
+    const auto workers = workers_of(recording);
+    BOOST_REQUIRE_EQUAL(workers.size(), 4u);
+    for (int epoch = 1; epoch <= 2; ++epoch) {
+        const std::int64_t start =
+            marker_time(recording, "epoch " + std::to_string(epoch) + " start");
+        for (const auto& worker : workers) {
+            const auto series = file_series(recording, worker.id, object);
+            const std::int64_t before = rss_at(series, start);
+            auto after = series.upper_bound(start);
+            const std::int64_t early = after == series.end() ? 0 : after->second.rss_kb;
+            BOOST_TEST_MESSAGE("worker " << worker.slot << " epoch " << epoch << ": " << before
+                                         << " KiB before, " << early << " KiB at "
+                                         << (after == series.end() ? -1 : after->first - start)
+                                         << " ms");
+            BOOST_TEST(before > 0);
+            BOOST_TEST(early < before / 2);
+        }
+    }
+}
+
 // 7: copy-on-read. main builds a 64 MiB heap of small objects; workers visiting the objects
 // write their reference counts, so every page they touch becomes a private copy: Private_Dirty
 // climbs while RSS stays flat (the pages were already counted, shared, from birth).
