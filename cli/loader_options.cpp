@@ -116,47 +116,26 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
         auto end = std::to_chars(text, text + sizeof text, value).ptr;
         return std::string(text, end);
     };
-    std::vector<std::string> args{f.dataset,
-                                  "--pattern",
-                                  f.pattern,
-                                  "--batch",
-                                  number(f.batch),
-                                  "--epochs",
-                                  number(f.epochs),
-                                  "--seed",
-                                  number(f.seed),
-                                  "--subset",
-                                  number(f.subset),
-                                  "--num-samples",
-                                  number(f.num_samples),
-                                  "--rank",
-                                  number(f.rank),
-                                  "--world",
-                                  number(f.world),
-                                  "--shard-size",
-                                  number(f.shard_size),
-                                  "--zipf-s",
-                                  number(f.zipf_s),
-                                  "--window",
-                                  number(f.window),
-                                  "--workers",
-                                  number(f.workers),
-                                  "--prefetch",
-                                  number(f.prefetch),
-                                  "--cow-heap",
-                                  number(f.cow_heap_mib),
-                                  "--step-time",
-                                  f.step_time,
-                                  "--epoch-pause",
-                                  f.epoch_pause,
-                                  "--read",
-                                  f.read,
-                                  "--advice",
-                                  f.advice,
-                                  "--lmdb-open",
-                                  f.lmdb_open,
-                                  "--readahead",
-                                  f.readahead};
+    std::vector<std::string> args{"--pattern",     f.pattern,
+                                  "--batch",       number(f.batch),
+                                  "--epochs",      number(f.epochs),
+                                  "--seed",        number(f.seed),
+                                  "--subset",      number(f.subset),
+                                  "--num-samples", number(f.num_samples),
+                                  "--rank",        number(f.rank),
+                                  "--world",       number(f.world),
+                                  "--shard-size",  number(f.shard_size),
+                                  "--zipf-s",      number(f.zipf_s),
+                                  "--window",      number(f.window),
+                                  "--workers",     number(f.workers),
+                                  "--prefetch",    number(f.prefetch),
+                                  "--cow-heap",    number(f.cow_heap_mib),
+                                  "--step-time",   f.step_time,
+                                  "--epoch-pause", f.epoch_pause,
+                                  "--read",        f.read,
+                                  "--advice",      f.advice,
+                                  "--lmdb-open",   f.lmdb_open,
+                                  "--readahead",   f.readahead};
     if (f.record_size) args.insert(args.end(), {"--record-size", number(*f.record_size)});
     if (f.trace) args.insert(args.end(), {"--trace", *f.trace});
     for (auto [set, flag] : {std::pair{f.drop_last, "--drop-last"},
@@ -164,6 +143,8 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
                              {f.pin, "--pin"},
                              {f.reopen_each_epoch, "--reopen-each-epoch"}})
         if (set) args.emplace_back(flag);
+    // Last, after "--": a dataset named "-x.npy" is not an option.
+    args.insert(args.end(), {"--", f.dataset});
     return args;
 }
 

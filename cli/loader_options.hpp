@@ -45,7 +45,7 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& flags);
 // The loader's options, or nothing after a one-line error naming the flag.
 std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& flags);
 
-// Arguments that make `loaderlens load` run exactly these options.
+// Arguments that make `loaderlens load` run exactly these options (the dataset last, after --).
 std::vector<std::string> to_load_arguments(const LoaderFlags& flags);
 
 } // namespace loaderlens::cli

@@ -204,8 +204,8 @@ void append_loader(std::string& out, const ReportData& r) {
     out += "Loader (the reference loader's own counters, from loaderlens replay)\n";
     out += fmt::format("  dataset   {}: {} records of {}, {}\n", get("description"), get("records"),
                        bytes(std::atoll(get("record_bytes").c_str())), get("dataset"));
-    out += fmt::format("  run       {}, {} workers ({}), batch {}{}, prefetch {}, {}\n",
-                       get("pattern"), get("workers"),
+    out += fmt::format("  run       {}, {} worker{} ({}), batch {}{}, prefetch {}, {}\n",
+                       get("pattern"), get("workers"), get("workers") == "1" ? "" : "s",
                        get("persistent") == "true" ? "persistent" : "re-forked each epoch",
                        get("batch"), get("drop_last") == "true" ? " (drop last)" : "",
                        get("prefetch"), get("reader"));

@@ -32,10 +32,13 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (o.epochs < 1) throw LoaderError("--epochs " + std::to_string(o.epochs) + ": must be >= 1");
     if (o.prefetch < 1)
         throw LoaderError("--prefetch " + std::to_string(o.prefetch) + ": must be >= 1");
-    if (o.pattern.workers > 0 && o.prefetch * o.pattern.workers > max_batches_in_flight)
-        throw LoaderError(
-            "--prefetch x --workers = " + std::to_string(o.prefetch * o.pattern.workers) +
-            ": at most " + std::to_string(max_batches_in_flight) + " batches can be in flight");
+    if (o.prefetch > max_batches_in_flight / std::max(o.pattern.workers, 1))
+        throw LoaderError("--prefetch " + std::to_string(o.prefetch) + " x --workers " +
+                          std::to_string(o.pattern.workers) + ": at most " +
+                          std::to_string(max_batches_in_flight) + " batches can be in flight");
+    if (o.record_bytes && layout.kind != DatasetKind::raw)
+        throw LoaderError("--record-size is for raw datasets; " + layout.path + " is " +
+                          to_string(layout.kind) + " and knows its record size");
     const bool lmdb = layout.kind == DatasetKind::lmdb;
     if (lmdb && o.read == ReadMode::pread)
         throw LoaderError("--read pread: LMDB values are read from LMDB's own map; use "
@@ -50,8 +53,34 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
         throw LoaderError("--step-time and --epoch-pause must not be negative");
 }
 
-std::int64_t largest_sample_records(const PatternOptions& pattern) {
-    return pattern.pattern == Pattern::windows ? pattern.window : 1;
+// The memory the loader moves batches through, sized from the largest batch that can occur.
+struct BufferPlan {
+    int in_flight = 1;          // batches: prefetch x workers (x 1 with workers == 0)
+    std::size_t slot_bytes = 0; // one batch buffer
+    std::size_t ring_bytes = 0; // all of them
+};
+
+void check_shm_room(std::size_t bytes);
+
+BufferPlan plan_buffers(const LoaderOptions& o, const DatasetLayout& layout) {
+    const PatternOptions& p = o.pattern;
+    // A batch never holds more samples than an epoch draws.
+    const std::int64_t samples_per_epoch_bound = std::max<std::int64_t>(
+        {layout.record_count, p.num_samples, static_cast<std::int64_t>(p.trace.size())});
+    const std::int64_t samples = std::min(p.batch, samples_per_epoch_bound);
+    const std::int64_t records_per_sample = p.pattern == Pattern::windows ? p.window : 1;
+    BufferPlan plan;
+    plan.in_flight = o.prefetch * std::max(p.workers, 1);
+    std::int64_t slot = 0, ring = 0;
+    if (__builtin_mul_overflow(samples, records_per_sample, &slot) ||
+        __builtin_mul_overflow(slot, layout.record_bytes, &slot) ||
+        __builtin_mul_overflow(slot, static_cast<std::int64_t>(plan.in_flight), &ring))
+        throw LoaderError("--batch " + std::to_string(p.batch) +
+                          ": the batch buffers would exceed 2^63 bytes");
+    plan.slot_bytes = static_cast<std::size_t>(slot);
+    plan.ring_bytes = static_cast<std::size_t>(ring);
+    if (p.workers > 0) check_shm_room(plan.ring_bytes);
+    return plan;
 }
 
 void check_shm_room(std::size_t bytes) {
@@ -76,7 +105,7 @@ void sleep_us(std::int64_t us) {
 
 class Loader {
   public:
-    Loader(const LoaderOptions& options, const DatasetLayout& layout);
+    Loader(const LoaderOptions& options, const DatasetLayout& layout, const BufferPlan& plan);
     LoaderSummary run();
 
   private:
@@ -102,12 +131,9 @@ class Loader {
     LoaderSummary summary_;
 };
 
-Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout)
-    : o_(options), layout_(layout), workers_(options.pattern.workers),
-      in_flight_(options.prefetch * std::max(options.pattern.workers, 1)),
-      slot_bytes_(static_cast<std::size_t>(
-          options.pattern.batch * largest_sample_records(options.pattern) * layout.record_bytes)),
-      events_(options.markers_path, options.events_path),
+Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const BufferPlan& plan)
+    : o_(options), layout_(layout), workers_(options.pattern.workers), in_flight_(plan.in_flight),
+      slot_bytes_(plan.slot_bytes), events_(options.markers_path, options.events_path),
       // Built before the dataset is opened and the workers fork, as a Dataset's __init__ would.
       heap_(options.cow_heap_mib > 0
                 ? std::make_unique<CowHeap>(options.cow_heap_mib, layout.record_count)
@@ -115,9 +141,7 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout)
       reader_(layout, options) {
     summary_.dataset = layout;
     if (workers_ > 0) {
-        const std::size_t bytes = slot_bytes_ * static_cast<std::size_t>(in_flight_);
-        check_shm_room(bytes);
-        batch_buffers_ = std::make_unique<SharedSegment>(bytes);
+        batch_buffers_ = std::make_unique<SharedSegment>(plan.ring_bytes);
         summary_.batch_ring_bytes = static_cast<std::int64_t>(batch_buffers_->size());
         WorkerContext shared{.batch_buffers = batch_buffers_->data(),
                              .batch_bytes = slot_bytes_,
@@ -318,6 +342,7 @@ LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout) 
     }
     validate(resolved.pattern, layout.record_count);
     validate_loader(resolved, layout);
+    plan_buffers(resolved, layout); // too big for /dev/shm is bad input too
     return resolved;
 }
 
@@ -341,9 +366,10 @@ class IgnoreSigpipe {
 LoaderSummary run_loader(const LoaderOptions& options) {
     DatasetLayout layout;
     const LoaderOptions resolved = check_loader(options, layout);
+    const BufferPlan plan = plan_buffers(resolved, layout);
     IgnoreSigpipe ignore_sigpipe;
     try {
-        Loader loader(resolved, layout);
+        Loader loader(resolved, layout, plan);
         return loader.run();
     } catch (const std::exception& e) {
         LoaderEvents(resolved.markers_path, resolved.events_path)

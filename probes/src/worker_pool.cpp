@@ -17,7 +17,9 @@ namespace loaderlens::probes {
 
 namespace {
 std::string describe_wait_status(int status) {
-    if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
+    if (WIFSIGNALED(status))
+        return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
     return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 } // namespace
@@ -35,8 +37,18 @@ std::vector<pid_t> WorkerPool::start() {
         throw LoaderError(std::string("cannot create a pipe: ") + std::strerror(errno));
     // Every result in flight must fit in the pipe: a worker then never blocks on a result while
     // main blocks on sending it a task, so the two can never wait on each other.
-    fcntl(result_pipe[0], F_SETPIPE_SZ,
-          std::max<int>(65536, max_in_flight_ * static_cast<int>(sizeof(TaskResult))));
+    const int needed = max_in_flight_ * static_cast<int>(sizeof(TaskResult));
+    int capacity = fcntl(result_pipe[0], F_GETPIPE_SZ);
+    if (capacity < needed) capacity = fcntl(result_pipe[0], F_SETPIPE_SZ, needed);
+    if (capacity < needed) {
+        const int error = errno;
+        ::close(result_pipe[0]);
+        ::close(result_pipe[1]);
+        throw LoaderError("cannot make a pipe hold " + std::to_string(max_in_flight_) +
+                          " results (" + std::strerror(error) +
+                          "; see /proc/sys/fs/pipe-max-size and pipe-user-pages-soft): lower "
+                          "--prefetch or --workers");
+    }
     result_fd_ = result_pipe[0];
     std::vector<pid_t> pids;
     const pid_t main_pid = getpid();
@@ -45,8 +57,13 @@ std::vector<pid_t> WorkerPool::start() {
         if (pipe2(task_pipe, O_CLOEXEC) != 0)
             throw LoaderError(std::string("cannot create a pipe: ") + std::strerror(errno));
         pid_t pid = fork();
-        if (pid < 0)
-            throw LoaderError(std::string("cannot fork a worker: ") + std::strerror(errno));
+        if (pid < 0) {
+            const int error = errno;
+            ::close(task_pipe[0]);
+            ::close(task_pipe[1]);
+            ::close(result_pipe[1]);
+            throw LoaderError(std::string("cannot fork a worker: ") + std::strerror(error));
+        }
         if (pid == 0) {
             // A worker outlives nothing: if main dies, so does it (PyTorch's workers poll for it).
             prctl(PR_SET_PDEATHSIG, SIGKILL);
