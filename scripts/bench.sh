@@ -2,7 +2,12 @@
 # Builds the benchmarks in Release (build-bench/) and runs them:
 #   1. sampler bench: cost per process of each tier as a ratio to the raw /proc read (~1 min)
 #   2. fleet bench: CPU share of `loaderlens record` on 16 workers sharing a 256 MiB file (~1 min)
+#   3. loader bench: the reference loader's samples/s against torch.utils.data.DataLoader, and its
+#      copy bandwidth against memcpy (~1 min; the PyTorch part is skipped, with a message, when
+#      Debian's python3-torch is missing)
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end).
+#
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader] [sampler bench arguments...]
 #
 # Exit status: non-zero only when something broke (build, setup, a measurement missing). A missed
 # performance target is printed as MISSED and still exits 0: it is a result, not a failure.
@@ -12,11 +17,34 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
-bash scripts/setup.sh
+only=all
+if [ "${1:-}" = "--only" ]; then
+  only=${2:-}
+  shift 2 || true
+  case "$only" in
+    sampler | fleet | loader) ;;
+    *)
+      echo "bench.sh: --only takes sampler, fleet or loader" >&2
+      exit 2
+      ;;
+  esac
+fi
+run() { [ "$only" = all ] || [ "$only" = "$1" ]; }
+
+# --bench: also PyTorch (python3-torch), the loader bench's baseline. If it cannot be installed,
+# the other benches still run and the loader bench says that it skipped PyTorch.
+if ! bash scripts/setup.sh --bench; then
+  echo "bench.sh: could not install the --bench packages; running without PyTorch" >&2
+  bash scripts/setup.sh
+fi
 
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF
 # Only what the benchmarks run: the GUI is not needed here.
-cmake --build build-bench --target loaderlens loaderlens_bench_samplers loaderlens_bench_fleet
+targets=(loaderlens)
+run sampler && targets+=(loaderlens_bench_samplers)
+run fleet && targets+=(loaderlens_bench_fleet)
+run loader && targets+=(loaderlens_bench_loader)
+cmake --build build-bench --target "${targets[@]}"
 
 # The benches remove their files themselves, even on Ctrl-C; a private TMPDIR removed on exit
 # also covers a bench killed with SIGKILL. /var/tmp, not /tmp: /tmp may be a tmpfs, whose pages
@@ -26,12 +54,22 @@ trap 'rm -rf "$scratch"' EXIT
 export TMPDIR=$scratch
 
 status=0
-echo
-echo "### sampler bench"
-build-bench/bench/loaderlens_bench_samplers "$@" || status=$?
-echo
-echo "### fleet bench"
-build-bench/bench/loaderlens_bench_fleet --cli build-bench/cli/loaderlens || status=$?
+if run sampler; then
+  echo
+  echo "### sampler bench"
+  build-bench/bench/loaderlens_bench_samplers "$@" || status=$?
+fi
+if run fleet; then
+  echo
+  echo "### fleet bench"
+  build-bench/bench/loaderlens_bench_fleet --cli build-bench/cli/loaderlens || status=$?
+fi
+if run loader; then
+  echo
+  echo "### loader bench"
+  build-bench/bench/loaderlens_bench_loader --cli build-bench/cli/loaderlens \
+    --torch-script bench/loader/pytorch_loader.py || status=$?
+fi
 
 if ((status != 0)); then
   echo "bench.sh: a benchmark failed to run (exit $status)" >&2
