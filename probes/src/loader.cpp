@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -125,7 +126,12 @@ class Loader {
     std::unique_ptr<CowHeap> heap_;
     SampleReader reader_;
     std::unique_ptr<SharedSegment> batch_buffers_;
-    std::vector<std::byte> main_batch_; // workers == 0: main collates into its own memory
+    // workers == 0: main collates into its own memory, 64-byte aligned like PyTorch's CPU
+    // allocator (a 16-byte aligned buffer cost ~20% of copy bandwidth beyond the caches).
+    struct Free {
+        void operator()(std::byte* p) const { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> main_batch_;
     std::unique_ptr<PinnedStaging> staging_;
     std::unique_ptr<WorkerPool> pool_;
     LoaderSummary summary_;
@@ -150,7 +156,9 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
                              .reopen_each_epoch = o_.reopen_each_epoch};
         pool_ = std::make_unique<WorkerPool>(workers_, in_flight_, shared);
     } else {
-        main_batch_.resize(slot_bytes_);
+        const std::size_t bytes = (slot_bytes_ + 63) / 64 * 64;
+        main_batch_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+        if (!main_batch_) throw LoaderError("cannot allocate the batch buffer");
     }
     if (o_.pin) {
         staging_ =
@@ -202,12 +210,12 @@ void Loader::consume(const std::byte* data, std::size_t bytes, std::int64_t batc
 std::int64_t Loader::load_in_main(const Batch& batch) {
     std::int64_t bytes = 0;
     for (const Sample& sample : batch.samples) {
-        bytes += reader_.read(sample, main_batch_.data() + bytes);
+        bytes += reader_.read(sample, main_batch_.get() + bytes);
         if (heap_)
             for (std::int64_t i = 0; i < sample.count; ++i)
                 heap_->visit(sample.index + i);
     }
-    consume(main_batch_.data(), static_cast<std::size_t>(bytes), batch.number);
+    consume(main_batch_.get(), static_cast<std::size_t>(bytes), batch.number);
     return bytes;
 }
 
