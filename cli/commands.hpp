@@ -27,6 +27,10 @@ Runner add_replay(CLI::App& app);
 // that is not a duration, negative, or over a day.
 std::optional<std::int64_t> parse_duration_us(const std::string& text);
 
+// "4096", "64KiB", "256MiB", "1.5GiB", "64K" (powers of 1024); "10kB", "10MB" (powers of 1000),
+// in bytes; nothing for text that is not a size, below 1 or above 2^62.
+std::optional<std::int64_t> parse_size(const std::string& text);
+
 // Prints "loaderlens: <message>" on stderr (one line).
 void print_error(const std::string& message);
 

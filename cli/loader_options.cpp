@@ -7,8 +7,7 @@ namespace loaderlens::cli {
 void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
     sub->add_option("dataset", f.dataset, "Dataset: .npy file, raw file, or LMDB directory")
         ->required();
-    sub->add_option("--record-size", f.record_size, "Raw datasets: bytes per record (64KiB...)")
-        ->transform(CLI::AsSizeValue(false));
+    sub->add_option("--record-size", f.record_size, "Raw datasets: bytes per record (64KiB...)");
     auto* g = sub->add_option_group("Sampling");
     g->add_option("--pattern", f.pattern,
                   "sequential, shuffle, random, distributed, shards, zipf, windows, trace")
@@ -55,33 +54,38 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     using namespace probes;
     LoaderOptions o;
     o.dataset = f.dataset;
-    o.record_bytes = f.record_size;
     auto pattern = parse_pattern(f.pattern);
     auto read = parse_read_mode(f.read);
     auto advice = parse_advice(f.advice);
     auto lmdb_open = parse_lmdb_open(f.lmdb_open);
     auto step = parse_duration_us(f.step_time);
     auto pause = parse_duration_us(f.epoch_pause);
-    const char* problem = !pattern                                        ? "--pattern"
-                          : !read                                         ? "--read"
-                          : !advice                                       ? "--advice"
-                          : !lmdb_open                                    ? "--lmdb-open"
-                          : (f.readahead != "on" && f.readahead != "off") ? "--readahead"
-                          : !step                                         ? "--step-time"
-                          : !pause                                        ? "--epoch-pause"
-                                                                          : nullptr;
-    if (problem) {
-        const std::string name = problem;
-        const std::string value = name == "--pattern"     ? f.pattern
-                                  : name == "--read"      ? f.read
-                                  : name == "--advice"    ? f.advice
-                                  : name == "--lmdb-open" ? f.lmdb_open
-                                  : name == "--readahead" ? f.readahead
-                                  : name == "--step-time" ? f.step_time
-                                                          : f.epoch_pause;
-        print_error(name + " " + value + ": not one of the accepted values (see --help)");
+    auto record_bytes = f.record_size ? parse_size(*f.record_size) : std::nullopt;
+    // The first flag whose value did not parse, with what it expects.
+    struct Check {
+        bool ok;
+        const char* flag;
+        const std::string& value;
+        const char* expected;
+    };
+    const Check checks[] = {
+        {pattern.has_value(), "--pattern", f.pattern, "one of the patterns in --help"},
+        {read.has_value(), "--read", f.read, "mmap-view, mmap-copy or pread"},
+        {advice.has_value(), "--advice", f.advice,
+         "normal, random, sequential, willneed or dontneed-after-use"},
+        {lmdb_open.has_value(), "--lmdb-open", f.lmdb_open, "parent or worker"},
+        {f.readahead == "on" || f.readahead == "off", "--readahead", f.readahead, "on or off"},
+        {step.has_value(), "--step-time", f.step_time, "a duration like 5ms or 200us"},
+        {pause.has_value(), "--epoch-pause", f.epoch_pause, "a duration like 500ms or 1s"},
+        {!f.record_size || record_bytes.has_value(), "--record-size",
+         f.record_size ? *f.record_size : f.dataset, "a size like 4096 or 64KiB"},
+    };
+    for (const Check& check : checks) {
+        if (check.ok) continue;
+        print_error(std::string(check.flag) + " " + check.value + ": expected " + check.expected);
         return std::nullopt;
     }
+    o.record_bytes = record_bytes;
     o.pattern.pattern = *pattern;
     o.pattern.seed = f.seed;
     o.pattern.num_samples = f.num_samples;
@@ -136,7 +140,7 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
                                   "--advice",      f.advice,
                                   "--lmdb-open",   f.lmdb_open,
                                   "--readahead",   f.readahead};
-    if (f.record_size) args.insert(args.end(), {"--record-size", number(*f.record_size)});
+    if (f.record_size) args.insert(args.end(), {"--record-size", *f.record_size});
     if (f.trace) args.insert(args.end(), {"--trace", *f.trace});
     for (auto [set, flag] : {std::pair{f.drop_last, "--drop-last"},
                              {f.persistent, "--persistent"},

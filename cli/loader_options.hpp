@@ -13,7 +13,7 @@ namespace loaderlens::cli {
 
 struct LoaderFlags {
     std::string dataset;
-    std::optional<std::int64_t> record_size;
+    std::optional<std::string> record_size;
     std::string pattern = "shuffle";
     std::int64_t batch = 32;
     bool drop_last = false;

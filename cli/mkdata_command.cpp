@@ -21,35 +21,6 @@ namespace {
 
 namespace probes = loaderlens::probes;
 
-// "4096", "64KiB", "256MiB", "1.5GiB", "64K" (powers of 1024); "10kB", "10MB" (powers of 1000).
-std::optional<std::int64_t> parse_size(const std::string& text) {
-    struct Unit {
-        const char* suffix;
-        double factor;
-    };
-    static const Unit units[] = {
-        {"", 1},         {"b", 1},      {"k", 0x1p10},   {"kib", 0x1p10}, {"m", 0x1p20},
-        {"mib", 0x1p20}, {"g", 0x1p30}, {"gib", 0x1p30}, {"t", 0x1p40},   {"tib", 0x1p40},
-        {"kb", 1e3},     {"mb", 1e6},   {"gb", 1e9},     {"tb", 1e12},
-    };
-    try {
-        std::size_t used = 0;
-        const double number = std::stod(text, &used);
-        std::string suffix = text.substr(used);
-        for (char& c : suffix)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        for (const Unit& unit : units) {
-            if (suffix != unit.suffix) continue;
-            const double bytes = std::floor(number * unit.factor);
-            // 2^62: far beyond any disk, and safe from overflow in count * record size.
-            if (!std::isfinite(bytes) || bytes < 1 || bytes > 0x1p62) return std::nullopt;
-            return static_cast<std::int64_t>(bytes);
-        }
-    } catch (const std::exception&) {
-    }
-    return std::nullopt;
-}
-
 // "3x32x32" (or "3,32,32") -> {3, 32, 32}; "" -> {} (each record one element).
 std::optional<std::vector<std::int64_t>> parse_shape(const std::string& text) {
     std::vector<std::int64_t> shape;
