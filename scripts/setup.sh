@@ -10,9 +10,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
   libboost-test-dev libbenchmark-dev
   qt6-base-dev libqcustomplot-dev libgl-dev
-  python3-numpy
+  python3-numpy util-linux vmtouch
 )
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
+# util-linux (fincore) and vmtouch: the oracles the residency tests compare page-cache counts to.
 [ "${1:-}" = "--bench" ] && packages+=(python3-torch)
 
 missing=()

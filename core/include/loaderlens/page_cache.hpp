@@ -1,0 +1,63 @@
+// Page-cache residency of one file, read the cheapest way the kernel allows:
+//  - cachestat(2) (Linux >= 6.5): cached, dirty, writeback, evicted and recently evicted pages of a
+//    range in one call, without mapping the file;
+//  - else mincore(2) on the probe's own read-only shared mapping: cached pages only.
+// Both answer only to a caller that owns the file, may write it, or has CAP_FOWNER. Otherwise
+// cachestat fails with EPERM and mincore pretends every page is resident, so the probe reports
+// "unavailable" with the reason instead of a false 100%.
+#pragma once
+
+#include "loaderlens/residency.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace loaderlens {
+
+class PageCacheProbe {
+  public:
+    // Opens `path` read-only. `preferred` is cachestat (falls back to mincore when the kernel lacks
+    // it) or mincore (forced, for comparison). When `expect_device`/`expect_inode` are non-zero the
+    // file must still be that one (a dataset replaced after it was mapped is another file).
+    // Never throws: see method() and problem().
+    explicit PageCacheProbe(const std::string& path, CacheMethod preferred = CacheMethod::cachestat,
+                            std::uint64_t expect_device = 0, std::uint64_t expect_inode = 0);
+    ~PageCacheProbe();
+    PageCacheProbe(PageCacheProbe&& other) noexcept;
+    PageCacheProbe& operator=(PageCacheProbe&& other) noexcept;
+    PageCacheProbe(const PageCacheProbe&) = delete;
+    PageCacheProbe& operator=(const PageCacheProbe&) = delete;
+
+    CacheMethod method() const { return method_; }
+    // Why the page cache of this file cannot be read (empty while it can).
+    const std::string& problem() const { return problem_; }
+    std::int64_t size_bytes() const { return size_bytes_; }
+    std::uint64_t device() const { return device_; }
+    std::uint64_t inode() const { return inode_; }
+
+    // Cached pages per bucket (and, with cachestat, evicted pages per bucket) plus the totals,
+    // which are the sums over the buckets. Empty when unavailable; problem() then says why.
+    std::optional<CacheCounts> read(const BucketLayout& layout, BucketCounts& cached,
+                                    BucketCounts* evicted = nullptr);
+
+  private:
+    std::optional<CacheCounts> read_cachestat(const BucketLayout& layout, BucketCounts& cached,
+                                              BucketCounts* evicted);
+    std::optional<CacheCounts> read_mincore(const BucketLayout& layout, BucketCounts& cached);
+    void close_all();
+
+    std::string path_;
+    int fd_ = -1;
+    CacheMethod method_ = CacheMethod::unavailable;
+    std::string problem_;
+    std::int64_t size_bytes_ = 0;
+    std::uint64_t device_ = 0, inode_ = 0;
+    void* mapping_ = nullptr; // mincore only
+    std::size_t mapping_bytes_ = 0;
+};
+
+// Whether this kernel has cachestat(2) (probed once).
+bool kernel_has_cachestat();
+
+} // namespace loaderlens

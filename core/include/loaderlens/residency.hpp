@@ -1,0 +1,79 @@
+// Page residency of files, along the file: what the page cache holds (global) and what each
+// process has mapped and present (its RSS of that file), both counted in pages per bucket of
+// file offsets so that a heatmap (offset x time) can be drawn. Sources: docs/figures.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loaderlens {
+
+// Splits a file of `file_pages` pages into at most `wanted` buckets of equal page count (the
+// last one may be shorter). Bucket i covers pages [i * bucket_pages, (i + 1) * bucket_pages).
+struct BucketLayout {
+    std::int64_t file_pages = 0;
+    std::int64_t bucket_pages = 1;
+    int count = 0;
+
+    static BucketLayout make(std::int64_t file_pages, int wanted);
+    int bucket_of(std::int64_t page) const { return static_cast<int>(page / bucket_pages); }
+    std::int64_t first_page(int bucket) const { return bucket * bucket_pages; }
+    // Pages in bucket i (the last one may hold fewer).
+    std::int64_t pages_in(int bucket) const;
+};
+
+// Page counts per bucket; element i belongs to bucket i of the file's layout.
+using BucketCounts = std::vector<std::int32_t>;
+
+// How the page cache of a file was read.
+enum class CacheMethod { cachestat, mincore, unavailable };
+const char* to_string(CacheMethod method);
+
+// Page-cache state of a whole file, in pages. cachestat(2) gives all five; the mincore fallback
+// only `cached` (the others stay empty = unavailable).
+struct CacheCounts {
+    std::int64_t cached = 0;
+    std::optional<std::int64_t> dirty, writeback, evicted, recently_evicted;
+};
+
+// A file whose residency the recording follows.
+struct ResidencyFile {
+    std::int64_t id = 0; // recording-wide, assigned by the sampler (1, 2, ...)
+    std::string path;
+    std::uint64_t device = 0, inode = 0; // st_dev, st_ino
+    std::int64_t size_bytes = 0;
+    std::int64_t page_size = 4096;
+    BucketLayout layout;
+    CacheMethod method = CacheMethod::unavailable;
+    std::string unavailable_reason; // why the page cache cannot be read, when method is unavailable
+    bool requested = false;         // given with --file (followed even if no process maps it)
+};
+
+// One residency sample of a file's page cache.
+struct CacheResidency {
+    std::int64_t file_id = 0;
+    CacheCounts totals;
+    BucketCounts buckets;         // cached pages per bucket
+    BucketCounts evicted_buckets; // evicted pages per bucket (cachestat only, else empty)
+};
+
+// One residency sample of one process's mappings of a file: pages of the file inside its
+// mappings (virtual extent, clipped to the file) and, of those, present in its page tables.
+struct MappedResidency {
+    std::int64_t file_id = 0;
+    std::int64_t process_id = 0;
+    std::int64_t mapped_pages = 0;
+    std::int64_t present_pages = 0;
+    BucketCounts buckets; // present pages per bucket
+};
+
+// What one residency run found.
+struct ResidencySample {
+    std::vector<ResidencyFile> new_files; // first seen in this run
+    std::vector<CacheResidency> cache;
+    std::vector<MappedResidency> mapped;
+};
+
+} // namespace loaderlens

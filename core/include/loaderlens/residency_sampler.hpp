@@ -1,0 +1,67 @@
+// Residency tier: for every regular data file the tree maps (and every file asked for), the page
+// cache along the file (PageCacheProbe) and each process's present pages of it (PagemapReader),
+// counted per bucket of file offsets.
+//
+// Which files: mapped by some process of the tree, at least `min_size_bytes` big, and never mapped
+// executable (those are programs and libraries, not datasets), plus `files` always.
+#pragma once
+
+#include "loaderlens/page_cache.hpp"
+#include "loaderlens/pagemap.hpp"
+#include "loaderlens/residency.hpp"
+#include "loaderlens/samplers.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loaderlens {
+
+struct ResidencyOptions {
+    int buckets = 256;
+    std::int64_t min_size_bytes = 1 << 20;
+    std::vector<std::string> files;               // followed even when no process maps them
+    CacheMethod cache_method = CacheMethod::cachestat; // cachestat falls back to mincore
+    bool allow_pagemap_scan = true;                    // false: read 8-byte pagemap entries
+};
+
+class ResidencySampler {
+  public:
+    explicit ResidencySampler(ResidencyOptions options);
+
+    void sample(const std::vector<ProcessInfo>& live, ResidencySample& out, Problems& problems);
+    void forget(const ProcessKey& key);
+    // How the last run read pagemaps ("PAGEMAP_SCAN" or "pagemap"), empty before any.
+    const std::string& pagemap_method() const { return pagemap_method_; }
+
+  private:
+    using FileKey = std::pair<std::uint64_t, std::uint64_t>; // device, inode
+    struct Tracked {
+        ResidencyFile file;
+        PageCacheProbe probe;
+        bool reported = false;   // written to new_files
+        bool had_problem = false; // a read failure already reported
+    };
+    struct ProcessState {
+        PagemapReader reader;
+        std::set<std::int64_t> mapped_files; // files it mapped at the last run
+    };
+
+    Tracked* track(const std::string& path, std::uint64_t device, std::uint64_t inode,
+                   bool requested);
+    void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
+                        ResidencySample& out, Problems& problems);
+
+    ResidencyOptions options_;
+    std::int64_t page_size_;
+    std::map<FileKey, Tracked> tracked_;
+    std::map<FileKey, std::string> ignored_; // mapped files not followed, and why
+    std::map<ProcessKey, ProcessState> processes_;
+    std::int64_t next_file_id_ = 1;
+    std::string pagemap_method_;
+    std::vector<std::uint64_t> present_bits_; // scratch: one bit per file page
+};
+
+} // namespace loaderlens

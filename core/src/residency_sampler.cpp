@@ -1,0 +1,234 @@
+#include "loaderlens/residency_sampler.hpp"
+
+#include "loaderlens/proc_text.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace loaderlens {
+
+namespace {
+
+// Bits [first, last) of a page bitmap.
+void set_bits(std::vector<std::uint64_t>& bits, std::int64_t first, std::int64_t last) {
+    for (std::int64_t page = first; page < last;) {
+        const auto word = static_cast<std::size_t>(page / 64);
+        const int bit = static_cast<int>(page % 64);
+        const std::int64_t span = std::min<std::int64_t>(64 - bit, last - page);
+        const std::uint64_t mask = span == 64 ? ~0ULL : ((1ULL << span) - 1) << bit;
+        bits[word] |= mask;
+        page += span;
+    }
+}
+
+std::int64_t count_bits(const std::vector<std::uint64_t>& bits, std::int64_t first,
+                        std::int64_t last) {
+    std::int64_t count = 0;
+    for (std::int64_t page = first; page < last;) {
+        const auto word = static_cast<std::size_t>(page / 64);
+        const int bit = static_cast<int>(page % 64);
+        const std::int64_t span = std::min<std::int64_t>(64 - bit, last - page);
+        const std::uint64_t mask = span == 64 ? ~0ULL : ((1ULL << span) - 1) << bit;
+        count += std::popcount(bits[word] & mask);
+        page += span;
+    }
+    return count;
+}
+
+// Pages of the file covered by at least one of the mappings (a file mapped twice over the same
+// offsets counts once), clipped to the file.
+std::int64_t mapped_extent(const std::vector<const FileMapping*>& mappings, std::int64_t page,
+                           std::int64_t file_pages) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+    for (const FileMapping* m : mappings) {
+        const auto first = static_cast<std::int64_t>(m->offset) / page;
+        const auto count = static_cast<std::int64_t>(m->end - m->start) / page;
+        spans.emplace_back(std::min(first, file_pages), std::min(first + count, file_pages));
+    }
+    std::sort(spans.begin(), spans.end());
+    std::int64_t total = 0, covered_to = 0;
+    for (auto [first, last] : spans) {
+        first = std::max(first, covered_to);
+        if (last > first) total += last - first;
+        covered_to = std::max(covered_to, last);
+    }
+    return total;
+}
+
+bool process_gone(int error) {
+    return error == ENOENT || error == ESRCH;
+}
+
+} // namespace
+
+ResidencySampler::ResidencySampler(ResidencyOptions options)
+    : options_(std::move(options)), page_size_(::sysconf(_SC_PAGESIZE)) {
+    for (const std::string& path : options_.files)
+        track(path, 0, 0, true);
+}
+
+ResidencySampler::Tracked* ResidencySampler::track(const std::string& path, std::uint64_t device,
+                                                   std::uint64_t inode, bool requested) {
+    PageCacheProbe probe(path, options_.cache_method, device, inode);
+    ResidencyFile file;
+    file.id = next_file_id_++;
+    file.path = path;
+    file.device = probe.device() ? probe.device() : device;
+    file.inode = probe.inode() ? probe.inode() : inode;
+    file.size_bytes = probe.size_bytes();
+    file.page_size = page_size_;
+    file.layout = BucketLayout::make((file.size_bytes + page_size_ - 1) / page_size_,
+                                     options_.buckets);
+    file.method = probe.method();
+    if (file.method == CacheMethod::unavailable) file.unavailable_reason = probe.problem();
+    file.requested = requested;
+    // A requested file that cannot be opened has no identity: key it by its id alone.
+    FileKey key = file.inode ? FileKey{file.device, file.inode}
+                             : FileKey{0, static_cast<std::uint64_t>(file.id)};
+    auto [it, inserted] = tracked_.try_emplace(key, Tracked{std::move(file), std::move(probe)});
+    return &it->second;
+}
+
+void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySample& out,
+                              Problems& problems) {
+    std::vector<std::pair<const ProcessInfo*, std::vector<FileMapping>>> all;
+    std::set<FileKey> executable;
+    for (const ProcessInfo& info : live) {
+        int error = 0;
+        auto text = read_text_file("/proc/" + std::to_string(info.key.pid) + "/maps", &error);
+        if (!text) {
+            if (!process_gone(error))
+                problems.push_back({info.id, "residency", unavailable_reason("maps", error)});
+            continue;
+        }
+        auto mappings = parse_file_mappings(*text);
+        for (const auto& m : mappings)
+            if (m.executable) executable.insert({m.device, m.inode});
+        all.emplace_back(&info, std::move(mappings));
+    }
+
+    // Files seen for the first time: follow the data files, remember the others.
+    for (const auto& [info, mappings] : all) {
+        for (const auto& m : mappings) {
+            const FileKey key{m.device, m.inode};
+            if (tracked_.contains(key) || ignored_.contains(key)) continue;
+            if (executable.contains(key)) {
+                ignored_[key] = "mapped executable (a program or library)";
+                continue;
+            }
+            struct stat st {};
+            if (::stat(m.path.c_str(), &st) == 0 &&
+                (st.st_dev != m.device || st.st_ino != m.inode)) {
+                ignored_[key] = "the path now names another file";
+                continue;
+            }
+            if (::stat(m.path.c_str(), &st) == 0 && st.st_size < options_.min_size_bytes) {
+                ignored_[key] = "smaller than the residency minimum size";
+                continue;
+            }
+            track(m.path, m.device, m.inode, false);
+        }
+    }
+
+    for (auto& [key, tracked] : tracked_) {
+        if (!tracked.reported) {
+            out.new_files.push_back(tracked.file);
+            tracked.reported = true;
+        }
+        if (tracked.probe.method() == CacheMethod::unavailable) continue;
+        CacheResidency cache{.file_id = tracked.file.id};
+        BucketCounts evicted;
+        auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted);
+        if (!counts) {
+            if (!tracked.had_problem)
+                problems.push_back({0, "residency", tracked.probe.problem()});
+            tracked.had_problem = true;
+            continue;
+        }
+        cache.totals = *counts;
+        cache.evicted_buckets = std::move(evicted);
+        out.cache.push_back(std::move(cache));
+    }
+
+    for (const auto& [info, mappings] : all)
+        sample_process(*info, mappings, out, problems);
+}
+
+void ResidencySampler::sample_process(const ProcessInfo& info,
+                                      const std::vector<FileMapping>& mappings,
+                                      ResidencySample& out, Problems& problems) {
+    std::map<Tracked*, std::vector<const FileMapping*>> by_file;
+    for (const auto& m : mappings) {
+        auto it = tracked_.find({m.device, m.inode});
+        if (it != tracked_.end() && it->second.file.layout.count > 0)
+            by_file[&it->second].push_back(&m);
+    }
+    auto state_it = processes_.find(info.key);
+    if (by_file.empty() && state_it == processes_.end()) return; // maps none of our files
+    if (state_it == processes_.end())
+        state_it = processes_
+                       .emplace(info.key, ProcessState{PagemapReader(info.key.pid,
+                                                                     options_.allow_pagemap_scan),
+                                                       {}})
+                       .first;
+    ProcessState& state = state_it->second;
+
+    std::set<std::int64_t> now_mapped;
+    for (const auto& [tracked, file_mappings] : by_file) {
+        const ResidencyFile& file = tracked->file;
+        const std::int64_t file_pages = file.layout.file_pages;
+        present_bits_.assign(static_cast<std::size_t>(file_pages / 64 + 1), 0);
+        bool ok = true;
+        for (const FileMapping* m : file_mappings) {
+            const std::int64_t first_page = static_cast<std::int64_t>(m->offset) / page_size_;
+            ok = state.reader.for_each_present(
+                m->start, m->end, [&](std::uint64_t start, std::uint64_t end) {
+                    const std::int64_t first =
+                        first_page + static_cast<std::int64_t>(start - m->start) / page_size_;
+                    const std::int64_t last =
+                        first + static_cast<std::int64_t>(end - start) / page_size_;
+                    if (first < file_pages) set_bits(present_bits_, first, std::min(last, file_pages));
+                });
+            if (!ok) break;
+        }
+        if (!ok) {
+            if (!process_gone(state.reader.error()))
+                problems.push_back(
+                    {info.id, "residency", unavailable_reason("pagemap", state.reader.error())});
+            return;
+        }
+        MappedResidency row{.file_id = file.id, .process_id = info.id};
+        row.mapped_pages = mapped_extent(file_mappings, page_size_, file_pages);
+        row.buckets.resize(static_cast<std::size_t>(file.layout.count));
+        for (int b = 0; b < file.layout.count; ++b) {
+            const std::int64_t first = file.layout.first_page(b);
+            const auto n = count_bits(present_bits_, first, first + file.layout.pages_in(b));
+            row.buckets[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(n);
+            row.present_pages += n;
+        }
+        out.mapped.push_back(std::move(row));
+        now_mapped.insert(file.id);
+        pagemap_method_ = to_string(state.reader.method());
+    }
+    // A file it mapped at the last run and no longer does: one row of zeros, so that a series
+    // read as "unchanged until the next row" drops to 0 at the unmap.
+    for (std::int64_t id : state.mapped_files) {
+        if (now_mapped.contains(id)) continue;
+        for (const auto& [key, tracked] : tracked_)
+            if (tracked.file.id == id)
+                out.mapped.push_back({.file_id = id,
+                                      .process_id = info.id,
+                                      .buckets = BucketCounts(
+                                          static_cast<std::size_t>(tracked.file.layout.count), 0)});
+    }
+    state.mapped_files = std::move(now_mapped);
+}
+
+void ResidencySampler::forget(const ProcessKey& key) {
+    processes_.erase(key);
+}
+
+} // namespace loaderlens
