@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,15 +37,16 @@ bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& opti
         std::size_t eq = spec.find('=');
         auto ms = eq == std::string::npos ? std::nullopt : parse_duration_ms(spec.substr(eq + 1));
         std::string tier = spec.substr(0, eq);
-        std::int64_t* target = tier == "fast"     ? &options.fast_ms
-                               : tier == "rollup" ? &options.rollup_ms
-                               : tier == "maps"   ? &options.maps_ms
-                               : tier == "cgroup" ? &options.cgroup_ms
-                                                  : nullptr;
+        std::int64_t* target = tier == "fast"        ? &options.fast_ms
+                               : tier == "rollup"    ? &options.rollup_ms
+                               : tier == "maps"      ? &options.maps_ms
+                               : tier == "cgroup"    ? &options.cgroup_ms
+                               : tier == "residency" ? &options.residency_ms
+                                                     : nullptr;
         if (!target || !ms) {
             print_error("--interval " + spec +
                         ": expected TIER=DURATION with TIER one of fast, "
-                        "rollup, maps, cgroup and DURATION like 100ms or 2s");
+                        "rollup, maps, cgroup, residency and DURATION like 100ms or 2s");
             return false;
         }
         *target = *ms;
@@ -120,6 +122,46 @@ void write_host_meta(Recorder& recorder, const RecordingClock& clock) {
     if (const char* job = std::getenv("SLURM_JOB_ID")) recorder.set_meta("slurm_job_id", job);
 }
 
+// Whether `path` is a file the residency tier can follow; the reason when it is not.
+std::optional<std::string> residency_file_problem(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    return std::nullopt;
+}
+
+bool residency_options_from(const RecordOptions& o, ResidencyOptions& residency) {
+    if (o.residency_buckets < 1 || o.residency_buckets > 65536) {
+        print_error("--residency-buckets " + std::to_string(o.residency_buckets) +
+                    ": expected a count from 1 to 65536");
+        return false;
+    }
+    residency.buckets = o.residency_buckets;
+    auto min_size = parse_size(o.residency_min_size);
+    if (!min_size) {
+        print_error("--residency-min-size " + o.residency_min_size +
+                    ": expected a size like 1MiB, 64KiB or 4096");
+        return false;
+    }
+    residency.min_size_bytes = *min_size;
+    for (const std::string& file : o.residency_files) {
+        if (auto problem = residency_file_problem(file)) {
+            print_error("--file " + file + ": " + *problem);
+            return false;
+        }
+        // Absolute, so the recording names it wherever it is read.
+        residency.files.push_back(std::filesystem::absolute(file).lexically_normal().string());
+    }
+    if (o.residency_method != "cachestat" && o.residency_method != "mincore") {
+        print_error("--residency-method " + o.residency_method +
+                    ": expected cachestat (falls back to mincore) or mincore");
+        return false;
+    }
+    residency.cache_method =
+        o.residency_method == "mincore" ? CacheMethod::mincore : CacheMethod::cachestat;
+    return true;
+}
+
 // The options as the session needs them; false (after a one-line error) for bad input.
 bool session_options_from(const RecordOptions& o, SessionOptions& session_options) {
     if (!apply_intervals(o.intervals, session_options)) return false;
@@ -131,6 +173,7 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
     }
     session_options.cpu_budget = *budget;
     session_options.maps_min_file_kb = o.maps_min_kb;
+    if (!residency_options_from(o, session_options.residency)) return false;
     if (o.worker_match) {
         try {
             std::regex check(*o.worker_match);
@@ -150,6 +193,11 @@ void write_run_meta(Recorder& recorder, const RecordingClock& clock,
     recorder.set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
     recorder.set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));
     recorder.set_meta("interval_cgroup_ms", std::to_string(session_options.cgroup_ms));
+    recorder.set_meta("interval_residency_ms", std::to_string(session_options.residency_ms));
+    const ResidencyOptions& residency = session_options.residency;
+    recorder.set_meta("residency_buckets", std::to_string(residency.buckets));
+    recorder.set_meta("residency_min_size_bytes", std::to_string(residency.min_size_bytes));
+    recorder.set_meta("residency_method", o.residency_method);
     if (o.worker_match) recorder.set_meta("worker_match", *o.worker_match);
 }
 
@@ -346,12 +394,25 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
                     "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
         ->capture_default_str();
     sub->add_flag("-f,--force", options.force, "Overwrite an existing recording");
-    sub->add_option("--interval", options.intervals,
-                    "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s (the defaults)");
+    sub->add_option(
+        "--interval", options.intervals,
+        "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s residency=1s (the "
+        "defaults)");
     sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
         ->capture_default_str();
     sub->add_option("--maps-min-size", options.maps_min_kb,
                     "Files with less resident (KiB) are summed into one 'other' row per process")
+        ->capture_default_str();
+    sub->add_option("--residency-buckets", options.residency_buckets,
+                    "Residency: buckets along each file (heatmap rows)")
+        ->capture_default_str();
+    sub->add_option("--residency-min-size", options.residency_min_size,
+                    "Residency: follow mapped files at least this big")
+        ->capture_default_str();
+    sub->add_option("--file", options.residency_files,
+                    "Residency: also follow this file, mapped or not (repeatable)");
+    sub->add_option("--residency-method", options.residency_method,
+                    "Residency: cachestat (falls back to mincore on kernels before 6.5) or mincore")
         ->capture_default_str();
     sub->add_flag("-q,--quiet", options.quiet, "No status line and no closing message");
 }

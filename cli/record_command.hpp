@@ -22,6 +22,10 @@ struct RecordOptions {
     std::string cpu_budget = "5%";
     std::optional<std::string> worker_match;
     std::int64_t maps_min_kb = 1024;
+    int residency_buckets = 256;
+    std::string residency_min_size = "1MiB";
+    std::vector<std::string> residency_files;
+    std::string residency_method = "cachestat";
     bool quiet = false;
 };
 
@@ -37,7 +41,7 @@ struct RecordHooks {
 };
 
 // The options every recording command shares: -o, --force, --interval, --cpu-budget,
-// --maps-min-size, -q.
+// --maps-min-size, the residency options, -q.
 void add_recording_options(CLI::App* sub, RecordOptions& options);
 
 // Records (launching o.command or attaching to o.pid); returns the exit code to use.

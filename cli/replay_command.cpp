@@ -3,6 +3,7 @@
 // script) and tells the recorder its epochs and workers through LOADERLENS_MARKERS and
 // LOADERLENS_LOADER_EVENTS.
 #include "loader_options.hpp"
+#include "loaderlens/page_cache.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
 #include "record_command.hpp"
@@ -25,12 +26,26 @@ std::string own_executable() {
 int run_replay(const LoaderFlags& flags, RecordOptions& record) {
     auto options = to_loader_options(flags);
     if (!options) return exit_bad_input;
+    probes::DatasetLayout layout;
     try { // bad input is reported before a recording is created
-        probes::DatasetLayout layout;
         probes::check_loader(*options, layout);
     } catch (const std::runtime_error& e) {
         print_error(e.what());
         return exit_bad_input;
+    }
+    // The dataset file is followed from the start, mapped or not (pread reads map nothing), and
+    // its page cache is looked at once before the loader starts: the baseline that readahead
+    // amplification is measured from.
+    const std::string data_file = std::filesystem::weakly_canonical(layout.data_file).string();
+    record.residency_files.push_back(data_file);
+    auto cached_before = std::make_shared<std::optional<std::int64_t>>();
+    {
+        PageCacheProbe probe(data_file);
+        BucketCounts buckets;
+        const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+        const std::int64_t pages = (probe.size_bytes() + page - 1) / page;
+        if (auto counts = probe.read(BucketLayout::make(pages, 1), buckets))
+            *cached_before = counts->cached;
     }
     record.command = {own_executable(), "load", "--quiet"};
     for (std::string& argument : to_load_arguments(flags))
@@ -45,7 +60,11 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
         return std::vector<std::pair<std::string, std::string>>{
             {"LOADERLENS_LOADER_EVENTS", *events_path}};
     };
-    hooks.before_finish = [events_path](Recorder& recorder, const RecordingClock& clock) {
+    hooks.before_finish = [events_path, cached_before](Recorder& recorder,
+                                                       const RecordingClock& clock) {
+        if (*cached_before)
+            recorder.set_meta("loader.data_file_cached_pages_before",
+                              std::to_string(**cached_before));
         recorder.write_loader_run(read_loader_events(*events_path, clock));
     };
     std::optional<std::string> written_to;

@@ -48,8 +48,10 @@ Runner add_export(CLI::App& app) {
     auto o = std::make_shared<Options>();
     CLI::App* sub = app.add_subcommand("export", "Export a recording's time series as CSV or JSON");
     sub->add_option("file", o->file, "Recording file")->required();
-    sub->add_option("--format", o->format, "csv or json")
-        ->check(CLI::IsMember({"csv", "json"}))
+    sub->add_option("--format", o->format,
+                    "csv, json, or residency-csv (page-cache and present-page buckets, a row per "
+                    "bucket and sample)")
+        ->check(CLI::IsMember({"csv", "json", "residency-csv"}))
         ->capture_default_str();
     sub->add_option("-o,--output", o->output, "Output file (default: standard output)");
     return [o] {
@@ -66,6 +68,8 @@ Runner add_export(CLI::App& app) {
             std::ostream& out = o->output.empty() ? std::cout : file;
             if (o->format == "json")
                 export_json(recording, out);
+            else if (o->format == "residency-csv")
+                export_residency_csv(recording, out);
             else
                 export_csv(recording, out);
             return finish_output(out, o->output.empty() ? "standard output" : o->output);

@@ -1,6 +1,7 @@
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"
+#include "residency_json.hpp"
 
 #include <fmt/format.h>
 #include <unordered_map>
@@ -99,11 +100,64 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, "cgroup", 0, c.path, "shmem", c.shmem);
         csv.row(t, "cgroup", 0, c.path, "inactive_file", c.inactive_file);
     }
+    std::unordered_map<std::int64_t, ResidencyFile> files;
+    for (auto& f : recording.residency_files())
+        files.emplace(f.id, std::move(f));
+    auto pages_kib = [&files](std::int64_t file_id, const std::optional<std::int64_t>& pages) {
+        auto it = files.find(file_id);
+        return pages && it != files.end() ? Kib(*pages * it->second.page_size / 1024) : Kib{};
+    };
+    for (const auto& [t, c] : recording.cache_residency()) {
+        const std::string path = files.contains(c.file_id) ? files[c.file_id].path : "?";
+        const char* source = files.contains(c.file_id) ? to_string(files[c.file_id].method) : "?";
+        csv.row(t, source, 0, path, "cached", pages_kib(c.file_id, c.totals.cached));
+        csv.row(t, source, 0, path, "dirty", pages_kib(c.file_id, c.totals.dirty));
+        csv.row(t, source, 0, path, "writeback", pages_kib(c.file_id, c.totals.writeback));
+        csv.row(t, source, 0, path, "evicted", pages_kib(c.file_id, c.totals.evicted));
+    }
+    for (const auto& [t, m] : recording.mapped_residency()) {
+        const std::string path = files.contains(m.file_id) ? files[m.file_id].path : "?";
+        csv.row(t, "pagemap", m.process_id, path, "present", pages_kib(m.file_id, m.present_pages));
+    }
     for (const auto& [t, s] : recording.system()) {
         csv.row(t, "meminfo", 0, "", "mem_available", s.mem_available);
         csv.row(t, "meminfo", 0, "", "cached", s.cached);
         csv.row(t, "statvfs", 0, "/dev/shm", "devshm_used", s.devshm_used);
     }
+}
+
+void export_residency_csv(const Recording& recording, std::ostream& out) {
+    std::unordered_map<std::int64_t, ResidencyFile> files;
+    for (auto& f : recording.residency_files())
+        files.emplace(f.id, std::move(f));
+    std::unordered_map<std::int64_t, ProcessInfo> processes;
+    for (auto& p : recording.processes())
+        processes.emplace(p.id, std::move(p));
+    out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages\n";
+    auto rows = [&](std::int64_t t, std::int64_t file_id, const char* series,
+                    std::int64_t process_id, const BucketCounts& buckets) {
+        auto f = files.find(file_id);
+        if (f == files.end()) return;
+        const BucketLayout& layout = f->second.layout;
+        std::string who = ",,,,";
+        if (auto p = processes.find(process_id); p != processes.end())
+            who = fmt::format(
+                "{},{},{},{},{}", p->second.id, p->second.key.pid, to_string(p->second.role),
+                p->second.slot >= 0 ? std::to_string(p->second.slot) : "",
+                p->second.generation >= 0 ? std::to_string(p->second.generation) : "");
+        const std::string prefix = fmt::format("{:.3f},{},{},{}", static_cast<double>(t) / 1000.0,
+                                               csv_quote(f->second.path), series, who);
+        const std::int64_t page = f->second.page_size;
+        for (int b = 0; b < static_cast<int>(buckets.size()) && b < layout.count; ++b)
+            out << fmt::format("{},{},{},{},{}\n", prefix, b, layout.first_page(b) * page,
+                               layout.pages_in(b) * page, buckets[static_cast<std::size_t>(b)]);
+    };
+    for (const auto& [t, c] : recording.cache_residency()) {
+        rows(t, c.file_id, "cached", 0, c.buckets);
+        if (c.totals.evicted) rows(t, c.file_id, "evicted", 0, c.evicted_buckets);
+    }
+    for (const auto& [t, m] : recording.mapped_residency())
+        rows(t, m.file_id, "present", m.process_id, m.buckets);
 }
 
 void export_json(const Recording& recording, std::ostream& out) {
@@ -180,6 +234,7 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"cached", value(s.cached)},
                                     {"shmem", value(s.shmem)},
                                     {"devshm_used", value(s.devshm_used)}});
+    j["residency"] = json_util::residency_series(recording);
     j["markers"] = json::array();
     for (const auto& m : recording.markers())
         j["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});

@@ -43,6 +43,13 @@ LoaderRun read_loader_events(const std::string& path, const RecordingClock& cloc
                      event.at("samples").get<std::int64_t>(),
                      event.at("batches").get<std::int64_t>(),
                      event.at("bytes_read").get<std::int64_t>()});
+            } else if (kind == "progress") {
+                run.progress.push_back(
+                    {clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>()),
+                     event.at("epoch").get<int>(), event.at("generation").get<int>(),
+                     event.at("bytes_read").get<std::int64_t>(),
+                     event.at("distinct_bytes").get<std::int64_t>(),
+                     event.at("workers").get<std::vector<std::int64_t>>()});
             } else if (kind == "end") {
                 run.status = event.at("status").get<std::string>();
                 run.message = event.value("message", "");
@@ -77,6 +84,15 @@ void Recorder::write_loader_run(const LoaderRun& run) {
             .bind(5, e.samples)
             .bind(6, e.batches)
             .bind(7, e.bytes_read)
+            .run();
+    auto progress = db_->prepare("INSERT INTO loader_progress VALUES(?,?,?,?,?,?)");
+    for (const LoaderProgress& p : run.progress)
+        progress.bind(1, p.t_ms)
+            .bind(2, std::int64_t{p.epoch})
+            .bind(3, std::int64_t{p.generation})
+            .bind(4, p.bytes_read)
+            .bind(5, p.distinct_bytes)
+            .bind(6, json(p.worker_distinct_bytes).dump())
             .run();
     // The worker's process row: same PID, born closest to the moment main forked it (a PID can
     // have been reused within the run).
@@ -128,6 +144,26 @@ LoaderRun Recording::loader_run() const {
         run.workers.push_back(
             {static_cast<int>(workers.int64(0)), static_cast<int>(workers.int64(1)),
              static_cast<int>(workers.int64(2)), workers.int64(3), workers.int64(4)});
+    auto has_progress = db_->prepare(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='loader_progress'");
+    has_progress.step();
+    if (has_progress.int64(0) == 0) return run; // schema 2: before progress events
+    auto progress = db_->prepare("SELECT t_ms, epoch, generation, bytes_read, distinct_bytes, "
+                                 "workers FROM loader_progress ORDER BY t_ms");
+    while (progress.step()) {
+        LoaderProgress p{progress.int64(0),
+                         static_cast<int>(progress.int64(1)),
+                         static_cast<int>(progress.int64(2)),
+                         progress.int64(3),
+                         progress.int64(4),
+                         {}};
+        try {
+            p.worker_distinct_bytes =
+                json::parse(progress.text(5)).get<std::vector<std::int64_t>>();
+        } catch (const json::exception&) { // written by us; leave it empty if damaged
+        }
+        run.progress.push_back(std::move(p));
+    }
     return run;
 }
 

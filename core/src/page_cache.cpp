@@ -151,8 +151,8 @@ std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& la
                                                           BucketCounts& cached,
                                                           BucketCounts* evicted) {
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    CacheCounts totals{.cached = 0, .dirty = 0, .writeback = 0, .evicted = 0,
-                       .recently_evicted = 0};
+    CacheCounts totals{
+        .cached = 0, .dirty = 0, .writeback = 0, .evicted = 0, .recently_evicted = 0};
     if (evicted) evicted->assign(static_cast<std::size_t>(layout.count), 0);
     // One call per bucket: the kernel walks only that range of the page cache, so the buckets
     // cost about what one whole-file call costs plus a syscall each.
@@ -167,7 +167,8 @@ std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& la
             return std::nullopt;
         }
         cached[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_cache);
-        if (evicted) (*evicted)[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_evicted);
+        if (evicted)
+            (*evicted)[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_evicted);
         totals.cached += static_cast<std::int64_t>(cs.nr_cache);
         *totals.dirty += static_cast<std::int64_t>(cs.nr_dirty);
         *totals.writeback += static_cast<std::int64_t>(cs.nr_writeback);
@@ -209,8 +210,8 @@ BucketLayout BucketLayout::make(std::int64_t file_pages, int wanted) {
     layout.file_pages = std::max<std::int64_t>(file_pages, 0);
     wanted = std::max(wanted, 1);
     layout.bucket_pages = std::max<std::int64_t>(1, (layout.file_pages + wanted - 1) / wanted);
-    layout.count = static_cast<int>((layout.file_pages + layout.bucket_pages - 1) /
-                                    layout.bucket_pages);
+    layout.count =
+        static_cast<int>((layout.file_pages + layout.bucket_pages - 1) / layout.bucket_pages);
     return layout;
 }
 

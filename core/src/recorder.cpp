@@ -1,5 +1,7 @@
 #include "loaderlens/recorder.hpp"
 
+#include "residency_store.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -46,6 +48,19 @@ CREATE TABLE loader_epochs(epoch INTEGER NOT NULL, generation INTEGER NOT NULL,
   batches INTEGER NOT NULL, bytes_read INTEGER NOT NULL);
 CREATE TABLE loader_workers(worker INTEGER NOT NULL, generation INTEGER NOT NULL,
   epoch INTEGER NOT NULL, pid INTEGER NOT NULL, t_ms INTEGER NOT NULL, process_id INTEGER);
+CREATE TABLE loader_progress(t_ms INTEGER NOT NULL, epoch INTEGER NOT NULL,
+  generation INTEGER NOT NULL, bytes_read INTEGER NOT NULL, distinct_bytes INTEGER NOT NULL,
+  workers TEXT NOT NULL);
+CREATE TABLE residency_files(id INTEGER PRIMARY KEY, path TEXT NOT NULL, device INTEGER NOT NULL,
+  inode INTEGER NOT NULL, size_bytes INTEGER NOT NULL, page_size INTEGER NOT NULL,
+  buckets INTEGER NOT NULL, bucket_pages INTEGER NOT NULL, method TEXT NOT NULL,
+  unavailable_reason TEXT, requested INTEGER NOT NULL, first_ms INTEGER NOT NULL);
+CREATE TABLE cache_residency(t_ms INTEGER NOT NULL, file_id INTEGER NOT NULL,
+  cached INTEGER NOT NULL, dirty INTEGER, writeback INTEGER, evicted INTEGER,
+  recently_evicted INTEGER, buckets BLOB, evicted_buckets BLOB);
+CREATE TABLE mapped_residency(t_ms INTEGER NOT NULL, file_id INTEGER NOT NULL,
+  process_id INTEGER NOT NULL, mapped_pages INTEGER NOT NULL, present_pages INTEGER NOT NULL,
+  buckets BLOB);
 CREATE TABLE tier_stats(t_ms INTEGER NOT NULL, tier TEXT NOT NULL, interval_ms INTEGER NOT NULL,
   cpu_us_per_run REAL NOT NULL, processes INTEGER NOT NULL);
 )sql";
@@ -94,10 +109,12 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         db_->exec(std::string("BEGIN;") + recording_schema_sql() +
                   "PRAGMA user_version=" + std::to_string(recording_schema_version) + "; COMMIT;");
         statements_ = std::make_unique<Statements>(*db_);
+        residency_ = std::make_unique<ResidencyWriter>(*db_);
         set_meta("format", recording_format);
         set_meta("state", "recording");
         commit();
     } catch (const sql::Error& e) {
+        residency_.reset();
         statements_.reset();
         db_.reset();
         ::unlink(path.c_str());
@@ -110,6 +127,7 @@ Recorder::~Recorder() {
         commit();
     } catch (...) {
     }
+    residency_.reset();
     statements_.reset();
 }
 
@@ -196,6 +214,7 @@ void Recorder::write(const SampleBatch& b) {
             s.bind(9, o.private_clean_kb).bind(10, o.private_dirty_kb).bind(11, o.swap_kb).run();
         }
     }
+    residency_->write(t, b.residency);
     if (b.cgroup) {
         const auto& c = *b.cgroup;
         auto& s = statements_->cgroup;
@@ -226,7 +245,8 @@ void Recorder::finish(const std::string& state, std::int64_t end_ms) {
     set_meta("end_ms", std::to_string(end_ms));
     db_->exec("CREATE INDEX IF NOT EXISTS fast_by_process ON fast_samples(process_id, t_ms);"
               "CREATE INDEX IF NOT EXISTS rollup_by_process ON rollup_samples(process_id, t_ms);"
-              "CREATE INDEX IF NOT EXISTS maps_by_object ON map_samples(object_id, t_ms);");
+              "CREATE INDEX IF NOT EXISTS maps_by_object ON map_samples(object_id, t_ms);"
+              "CREATE INDEX IF NOT EXISTS mapped_by_file ON mapped_residency(file_id, t_ms);");
     commit();
     // Fold the WAL into the main file so the recording is one file that can be copied alone.
     // A reader that still has it open (a live GUI) blocks this: the WAL file then stays, valid.

@@ -167,6 +167,7 @@ ReportData build_report(const Recording& recording) {
             unreadable.insert(u.process_id);
     }
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
+    r.residency = summarize_residency(recording, r.processes, r.loader);
     return r;
 }
 

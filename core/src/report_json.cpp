@@ -1,5 +1,6 @@
 #include "json_util.hpp"
 #include "loaderlens/report.hpp"
+#include "residency_json.hpp"
 
 namespace loaderlens {
 
@@ -79,6 +80,9 @@ std::string render_report_json(const ReportData& r) {
     out["markers"] = json::array();
     for (const auto& m : r.markers)
         out["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
+    out["residency"] = json::array();
+    for (const auto& f : r.residency)
+        out["residency"].push_back(json_util::residency_summary(f));
     if (!r.loader.empty()) {
         json loader{
             {"config", json::parse(r.loader.config_json.empty() ? "{}" : r.loader.config_json,
@@ -104,6 +108,13 @@ std::string render_report_json(const ReportData& r) {
                                          {"epoch", w.epoch},
                                          {"pid", w.pid},
                                          {"t_ms", w.t_ms}});
+        for (const LoaderProgress& p : r.loader.progress)
+            loader["progress"].push_back({{"t_ms", p.t_ms},
+                                          {"epoch", p.epoch},
+                                          {"generation", p.generation},
+                                          {"bytes_read", p.bytes_read},
+                                          {"distinct_bytes", p.distinct_bytes},
+                                          {"worker_distinct_bytes", p.worker_distinct_bytes}});
         out["loader"] = std::move(loader);
     }
     out["unavailable"] = json::array();

@@ -1,5 +1,6 @@
 #include "loaderlens/report.hpp"
 #include "loaderlens/units.hpp"
+#include "report_format.hpp"
 
 #include <cstdlib>
 #include <ctime>
@@ -9,17 +10,35 @@
 
 namespace loaderlens {
 
-namespace {
+namespace report_format {
 
 std::string kib(const Kib& value) {
     return format_kib(value);
 }
-std::string short_kib(const Kib& value) {
-    return format_kib(value, SizeStyle::compact);
-}
 
 std::string seconds(std::int64_t ms) {
     return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
+}
+
+std::string process_label(const ProcessInfo& p) {
+    if (p.role == Role::worker) return fmt::format("worker {} (gen {})", p.slot, p.generation);
+    return to_string(p.role);
+}
+
+const ProcessInfo* find_process(const ReportData& r, std::int64_t id) {
+    for (const auto& p : r.processes)
+        if (p.info.id == id) return &p.info;
+    return nullptr;
+}
+
+} // namespace report_format
+
+namespace {
+
+using namespace report_format;
+
+std::string short_kib(const Kib& value) {
+    return format_kib(value, SizeStyle::compact);
 }
 
 std::string peak(const Peak& p) {
@@ -41,22 +60,11 @@ std::string start_time(const ReportData& r) {
     return text;
 }
 
-std::string process_label(const ProcessInfo& p) {
-    if (p.role == Role::worker) return fmt::format("worker {} (gen {})", p.slot, p.generation);
-    return to_string(p.role);
-}
-
 std::string exit_text(const ProcessInfo& p) {
     if (!p.exit_ms) return "running";
     if (!p.exit_status) return "exited";
     if (WIFSIGNALED(*p.exit_status)) return fmt::format("killed {}", WTERMSIG(*p.exit_status));
     return fmt::format("exit {}", WEXITSTATUS(*p.exit_status));
-}
-
-const ProcessInfo* find_process(const ReportData& r, std::int64_t id) {
-    for (const auto& p : r.processes)
-        if (p.info.id == id) return &p.info;
-    return nullptr;
 }
 
 void append_header(std::string& out, const ReportData& r) {
@@ -248,7 +256,8 @@ void append_rest(std::string& out, const ReportData& r) {
     }
     out += "Sources: RSS /proc/PID/statm; ANON/FILE/SHMEM /proc/PID/status; PSS, USS "
            "/proc/PID/smaps_rollup;\n"
-           "files /proc/PID/smaps; cgroup memory.current|usage_in_bytes. See docs/figures.md.\n";
+           "files /proc/PID/smaps; cgroup memory.current|usage_in_bytes; page cache cachestat(2) "
+           "or mincore(2);\npresent pages /proc/PID/pagemap. See docs/figures.md.\n";
 }
 
 } // namespace
@@ -259,6 +268,7 @@ std::string render_report_text(const ReportData& r) {
     append_totals(out, r);
     append_processes(out, r);
     append_files(out, r);
+    append_residency(out, r);
     append_loader(out, r);
     append_rest(out, r);
     return out;

@@ -80,8 +80,8 @@ ResidencySampler::Tracked* ResidencySampler::track(const std::string& path, std:
     file.inode = probe.inode() ? probe.inode() : inode;
     file.size_bytes = probe.size_bytes();
     file.page_size = page_size_;
-    file.layout = BucketLayout::make((file.size_bytes + page_size_ - 1) / page_size_,
-                                     options_.buckets);
+    file.layout =
+        BucketLayout::make((file.size_bytes + page_size_ - 1) / page_size_, options_.buckets);
     file.method = probe.method();
     if (file.method == CacheMethod::unavailable) file.unavailable_reason = probe.problem();
     file.requested = requested;
@@ -143,8 +143,7 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         BucketCounts evicted;
         auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted);
         if (!counts) {
-            if (!tracked.had_problem)
-                problems.push_back({0, "residency", tracked.probe.problem()});
+            if (!tracked.had_problem) problems.push_back({0, "residency", tracked.probe.problem()});
             tracked.had_problem = true;
             continue;
         }
@@ -169,11 +168,11 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
     auto state_it = processes_.find(info.key);
     if (by_file.empty() && state_it == processes_.end()) return; // maps none of our files
     if (state_it == processes_.end())
-        state_it = processes_
-                       .emplace(info.key, ProcessState{PagemapReader(info.key.pid,
-                                                                     options_.allow_pagemap_scan),
-                                                       {}})
-                       .first;
+        state_it =
+            processes_
+                .emplace(info.key,
+                         ProcessState{PagemapReader(info.key.pid, options_.allow_pagemap_scan), {}})
+                .first;
     ProcessState& state = state_it->second;
 
     std::set<std::int64_t> now_mapped;
@@ -190,7 +189,8 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
                         first_page + static_cast<std::int64_t>(start - m->start) / page_size_;
                     const std::int64_t last =
                         first + static_cast<std::int64_t>(end - start) / page_size_;
-                    if (first < file_pages) set_bits(present_bits_, first, std::min(last, file_pages));
+                    if (first < file_pages)
+                        set_bits(present_bits_, first, std::min(last, file_pages));
                 });
             if (!ok) break;
         }

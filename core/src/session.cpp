@@ -1,5 +1,6 @@
 #include "loaderlens/session.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <set>
 
@@ -9,7 +10,9 @@ namespace {
 
 // Shares of the CPU budget; the rest is left to the writer. The smaps walks get the most because
 // their cost grows with resident memory, while statm and cgroup reads stay near-constant.
-constexpr double fast_share = 0.25, rollup_share = 0.35, maps_share = 0.25, cgroup_share = 0.05;
+// Residency grows with the mapped size of the data files (pagemap) and their folio count.
+constexpr double fast_share = 0.20, rollup_share = 0.30, maps_share = 0.20, cgroup_share = 0.05,
+                 residency_share = 0.15;
 
 std::int64_t thread_cpu_ns() {
     timespec ts{};
@@ -32,17 +35,18 @@ void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
 Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
                  const RecordingClock& clock)
     : options_(std::move(options)), recorder_(recorder), clock_(clock), tracker_(tracker, clock),
-      maps_(options_.maps_min_file_kb),
+      maps_(options_.maps_min_file_kb), residency_(options_.residency),
       fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
       rollup_interval_(options_.rollup_ms, options_.cpu_budget * rollup_share),
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
-      cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share) {
+      cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
+      residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
     if (options_.markers_path) markers_.emplace(*options_.markers_path);
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
                                    &cgroup_problem_);
     snapshot_ = std::make_shared<const std::vector<ProcessInfo>>();
     // Every key exists before the threads start: each thread then only updates its own entries.
-    for (const char* tier : {"fast", "cgroup", "rollup", "maps"})
+    for (const char* tier : {"fast", "cgroup", "rollup", "maps", "residency"})
         tier_logged_[tier] = {-1, 0};
 }
 
@@ -138,8 +142,8 @@ void Session::fast_loop() {
     } while (sleep_until(due));
 }
 
-std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& batch, bool rollup,
-                                                                  bool maps) {
+std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& batch,
+                                                                  DeepTiers tiers) {
     std::shared_ptr<const std::vector<ProcessInfo>> live;
     {
         std::lock_guard lock(snapshot_mutex_);
@@ -147,7 +151,7 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     }
     batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
-    if (rollup) {
+    if (tiers.rollup) {
         const std::int64_t start = thread_cpu_ns();
         rollup_.sample(*live, batch.rollup, batch.unavailable);
         if (!batch.rollup.empty()) {
@@ -159,11 +163,17 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
         rollup_interval_.observe_run(thread_cpu_ns() - start);
         note_tier(batch, "rollup", rollup_interval_, count);
     }
-    if (maps) {
+    if (tiers.maps) {
         const std::int64_t start = thread_cpu_ns();
         maps_.sample(*live, batch.maps, batch.unavailable);
         maps_interval_.observe_run(thread_cpu_ns() - start);
         note_tier(batch, "maps", maps_interval_, count);
+    }
+    if (tiers.residency) {
+        const std::int64_t start = thread_cpu_ns();
+        residency_.sample(*live, batch.residency, batch.unavailable);
+        residency_interval_.observe_run(thread_cpu_ns() - start);
+        note_tier(batch, "residency", residency_interval_, count);
     }
     push(std::move(batch));
     return live;
@@ -171,23 +181,28 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
 
 void Session::deep_loop() {
     std::vector<ProcessInfo> previous;
-    std::int64_t next_rollup = clock_.now_ms(), next_maps = next_rollup;
+    std::int64_t next_rollup = clock_.now_ms(), next_maps = next_rollup,
+                 next_residency = next_rollup;
     // Wait for the first tree scan so that the first deep run has processes to look at.
     sleep_until(clock_.now_ms() + 20);
     for (;;) {
         const std::int64_t now = clock_.now_ms();
-        const bool do_rollup = now >= next_rollup, do_maps = now >= next_maps;
-        if (do_rollup || do_maps) {
+        const DeepTiers due{now >= next_rollup, now >= next_maps, now >= next_residency};
+        if (due.rollup || due.maps || due.residency) {
             SampleBatch batch;
-            auto sampled = deep_run(batch, do_rollup, do_maps);
-            if (do_rollup)
-                next_rollup = std::max(now + rollup_interval_.interval_ms(), clock_.now_ms());
-            if (do_maps) next_maps = std::max(now + maps_interval_.interval_ms(), clock_.now_ms());
+            auto sampled = deep_run(batch, due);
+            auto next = [&](const AdaptiveInterval& interval) {
+                return std::max(now + interval.interval_ms(), clock_.now_ms());
+            };
+            if (due.rollup) next_rollup = next(rollup_interval_);
+            if (due.maps) next_maps = next(maps_interval_);
+            if (due.residency) next_residency = next(residency_interval_);
             // Close the files of processes sampled last time and gone from this run's tree.
             forget_missing(rollup_, previous, *sampled);
+            forget_missing(residency_, previous, *sampled);
             previous = *sampled;
         }
-        if (!sleep_until(std::min(next_rollup, next_maps))) break;
+        if (!sleep_until(std::min({next_rollup, next_maps, next_residency}))) break;
     }
 }
 
@@ -225,8 +240,17 @@ void Session::stop() {
     SampleBatch last;
     fast_run(last);
     SampleBatch deep;
-    deep_run(deep, true, true);
+    deep_run(deep, {true, true, true});
     pump();
+    if (write_error().empty() && !residency_.pagemap_method().empty()) {
+        try {
+            recorder_.set_meta("residency_pagemap_method", residency_.pagemap_method());
+            recorder_.commit();
+        } catch (const std::exception& e) {
+            std::lock_guard lock(error_mutex_);
+            write_error_ = e.what();
+        }
+    }
 }
 
 void Session::note_exit_status(pid_t pid, int wait_status) {

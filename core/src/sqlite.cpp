@@ -40,6 +40,10 @@ Statement& Statement::bind_null(int index) {
     sqlite3_bind_null(stmt_, index);
     return *this;
 }
+Statement& Statement::bind_blob(int index, const void* data, std::size_t bytes) {
+    sqlite3_bind_blob64(stmt_, index, data, bytes, SQLITE_TRANSIENT);
+    return *this;
+}
 bool Statement::step() {
     int rc = sqlite3_step(stmt_);
     check(sqlite3_db_handle(stmt_), rc, "step");
@@ -66,6 +70,16 @@ double Statement::real(int column) const {
 std::string Statement::text(int column) const {
     const auto* chars = sqlite3_column_text(stmt_, column);
     return chars ? reinterpret_cast<const char*>(chars) : "";
+}
+
+bool Statement::is_null(int column) const {
+    return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+std::string_view Statement::blob(int column) const {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    const int bytes = sqlite3_column_bytes(stmt_, column);
+    return data ? std::string_view(static_cast<const char*>(data), static_cast<std::size_t>(bytes))
+                : std::string_view{};
 }
 
 Database::Database(const std::string& path, int flags) {

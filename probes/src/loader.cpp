@@ -1,6 +1,7 @@
 #include "loaderlens/probes/loader.hpp"
 
 #include "loader_events.hpp"
+#include "read_progress.hpp"
 #include "sample_reader.hpp"
 #include "shared_buffers.hpp"
 #include "splitmix.hpp"
@@ -115,6 +116,7 @@ class Loader {
     void run_batches_in_workers(const std::vector<Batch>& batches, EpochStats& stats);
     void consume(const std::byte* data, std::size_t bytes, std::int64_t batch_number);
     void start_workers(int epoch, int generation);
+    void note_progress(const Batch& batch, int worker, const EpochStats& stats);
     std::size_t batch_bytes(const Batch& batch) const;
 
     const LoaderOptions& o_;
@@ -123,6 +125,7 @@ class Loader {
     const int in_flight_;
     const std::size_t slot_bytes_;
     LoaderEvents events_;
+    ReadProgress progress_;
     std::unique_ptr<CowHeap> heap_;
     SampleReader reader_;
     std::unique_ptr<SharedSegment> batch_buffers_;
@@ -140,6 +143,7 @@ class Loader {
 Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const BufferPlan& plan)
     : o_(options), layout_(layout), workers_(options.pattern.workers), in_flight_(plan.in_flight),
       slot_bytes_(plan.slot_bytes), events_(options.markers_path, options.events_path),
+      progress_(layout.record_count, layout.record_bytes, workers_),
       // Built before the dataset is opened and the workers fork, as a Dataset's __init__ would.
       heap_(options.cow_heap_mib > 0
                 ? std::make_unique<CowHeap>(options.cow_heap_mib, layout.record_count)
@@ -176,6 +180,7 @@ std::size_t Loader::batch_bytes(const Batch& batch) const {
 
 void Loader::start_workers(int epoch, int generation) {
     std::vector<pid_t> pids = pool_->start();
+    progress_.new_workers();
     // The seeds PyTorch would give them: a new base seed per iterator, + worker id.
     const std::uint64_t base_seed = splitmix::mix(
         o_.pattern.seed ^ splitmix::mix(static_cast<std::uint64_t>(generation) + splitmix::gamma));
@@ -188,6 +193,12 @@ void Loader::start_workers(int epoch, int generation) {
                        {"epoch", epoch},
                        {"seed", base_seed + w},
                        {"boot_ns", now}});
+}
+
+void Loader::note_progress(const Batch& batch, int worker, const EpochStats& stats) {
+    progress_.add(batch, worker);
+    const std::int64_t now = boottime_now_ns();
+    if (progress_.due(now)) events_.event(progress_.event(stats.epoch, stats.generation, now));
 }
 
 void Loader::consume(const std::byte* data, std::size_t bytes, std::int64_t batch_number) {
@@ -240,6 +251,8 @@ void Loader::run_batches_in_workers(const std::vector<Batch>& batches, EpochStat
             done[static_cast<std::size_t>(result.batch_number)] = 1;
             stats.bytes_read += result.bytes_read;
             stats.batches_per_worker[static_cast<std::size_t>(result.worker)] += 1;
+            note_progress(batches[static_cast<std::size_t>(result.batch_number)], result.worker,
+                          stats);
         }
         const Batch& batch = batches[static_cast<std::size_t>(next_take)];
         consume(batch_buffers_->data() +
@@ -262,12 +275,15 @@ EpochStats Loader::run_epoch(int epoch, int generation) {
     stats.batches = static_cast<std::int64_t>(batches.size());
     stats.batches_per_worker.assign(static_cast<std::size_t>(std::max(workers_, 0)), 0);
     if (workers_ == 0) {
-        for (const Batch& batch : batches)
+        for (const Batch& batch : batches) {
             stats.bytes_read += load_in_main(batch);
+            note_progress(batch, -1, stats);
+        }
     } else {
         run_batches_in_workers(batches, stats);
     }
     stats.end_boot_ns = boottime_now_ns();
+    events_.event(progress_.event(epoch, generation, stats.end_boot_ns));
     events_.marker("epoch " + std::to_string(epoch) + " end", stats.end_boot_ns);
     events_.event({{"event", "epoch"},
                    {"epoch", epoch},
@@ -284,7 +300,8 @@ EpochStats Loader::run_epoch(int epoch, int generation) {
 LoaderSummary Loader::run() {
     events_.event({{"event", "config"},
                    {"dataset", std::filesystem::absolute(layout_.path).string()},
-                   {"data_file", std::filesystem::absolute(layout_.data_file).string()},
+                   // Canonical: the recorder names mapped files by their /proc/PID/maps path.
+                   {"data_file", std::filesystem::weakly_canonical(layout_.data_file).string()},
                    {"kind", to_string(layout_.kind)},
                    {"description", layout_.description},
                    {"records", layout_.record_count},

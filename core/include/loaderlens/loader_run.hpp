@@ -31,10 +31,24 @@ struct LoaderWorker {
     std::int64_t t_ms = 0; // when main forked it
 };
 
+// How far the loader's reading had come at a moment: what its workers had finished reading (a
+// batch counts once its worker reported it done, so up to one batch per worker may be read in
+// part and not yet counted). Distinct bytes count each record once; a worker's own distinct
+// bytes restart when it is re-forked, since a new process starts with nothing mapped.
+struct LoaderProgress {
+    std::int64_t t_ms = 0;
+    int epoch = 0;
+    int generation = 0;
+    std::int64_t bytes_read = 0;                     // since the run started, repeats included
+    std::int64_t distinct_bytes = 0;                 // records read at least once, x record size
+    std::vector<std::int64_t> worker_distinct_bytes; // by worker id, for its current process
+};
+
 struct LoaderRun {
     std::string config_json; // the loader's "config" event as it wrote it
     std::vector<LoaderEpoch> epochs;
     std::vector<LoaderWorker> workers;
+    std::vector<LoaderProgress> progress; // about every 100 ms and at each epoch's end
     std::string status;  // "ok", "error", or empty when the loader never said (it was killed)
     std::string message; // why, for "error"
     int unreadable_lines = 0;

@@ -15,8 +15,12 @@
 
 namespace loaderlens {
 
-inline constexpr int recording_schema_version = 2; // 2: loader_epochs, loader_workers
+// 2: loader_epochs, loader_workers; 3: loader_progress, residency_files, cache_residency,
+// mapped_residency.
+inline constexpr int recording_schema_version = 3;
 inline constexpr const char* recording_format = "loaderlens-recording";
+
+class ResidencyWriter;
 
 struct RecorderError : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -48,6 +52,7 @@ class Recorder {
     std::string path_;
     std::unique_ptr<sql::Database> db_;
     std::unique_ptr<Statements> statements_;
+    std::unique_ptr<ResidencyWriter> residency_;
     std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;
     std::set<std::tuple<std::int64_t, std::string, std::string>> noted_;
     bool in_transaction_ = false;

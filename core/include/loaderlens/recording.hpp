@@ -4,6 +4,7 @@
 #pragma once
 
 #include "loaderlens/loader_run.hpp"
+#include "loaderlens/residency.hpp"
 #include "loaderlens/types.hpp"
 
 #include <map>
@@ -63,6 +64,11 @@ class Recording {
     std::vector<Marker> markers() const;
     std::vector<Timed<Unavailability>> unavailable() const;
     std::vector<Timed<TierStat>> tier_stats() const;
+    // Residency (empty for recordings older than schema 3). Rows in time order with every bucket
+    // vector filled in, also where the recording stored "unchanged".
+    std::vector<ResidencyFile> residency_files() const;
+    std::vector<Timed<CacheResidency>> cache_residency(std::int64_t since_ms = -1) const;
+    std::vector<Timed<MappedResidency>> mapped_residency(std::int64_t since_ms = -1) const;
     // What the reference loader reported (empty unless the run came from `loaderlens replay`).
     LoaderRun loader_run() const;
     // The last time any sample was taken (ms since start), -1 for an empty recording.

@@ -39,6 +39,42 @@ struct FileSummary {
     Peak total_pss, total_rss;         // sums over the tree at one maps sample
 };
 
+// Residency of one file against the loader's reads at one residency sample (replay only).
+struct ResidencyCheckpoint {
+    std::int64_t t_ms = 0;
+    double read_fraction = 0;   // distinct bytes the loader had read / file size
+    double cached_fraction = 0; // page cache / file size
+    // Page cache gained since before the run / distinct bytes read (readahead amplification).
+    std::optional<double> cache_amplification;
+    // Mean over the workers of their present pages of the file, as a share of the file, and
+    // of (present bytes / bytes that worker read): fault-around and large-folio amplification.
+    std::optional<double> worker_mapped_fraction, worker_mapped_amplification;
+};
+
+// Page-cache residency of a file and each process's present pages of it (docs/figures.md).
+struct FileResidencySummary {
+    ResidencyFile file;
+    int samples = 0;
+    Peak cached, dirty, writeback, evicted; // pages (cachestat; mincore gives only cached)
+    Kib first_cached, final_cached;         // pages
+    std::optional<std::int64_t> time_to_90_ms;
+    // Lower bound: per bucket and interval, pages whose shadow entry went away while the cache
+    // grew by as many (a refault replaces the shadow entry of an evicted page with the page).
+    std::optional<std::int64_t> refaulted;
+    struct PerProcess {
+        std::int64_t process_id = 0;
+        Peak present; // pages
+        std::int64_t final_present = 0, mapped_pages = 0;
+    };
+    std::vector<PerProcess> processes;
+    // replay only: the loader's dataset file
+    bool loader_data_file = false;
+    Kib cached_before; // pages, just before the loader started
+    // The first sample, the first with reads counted, then as reading crossed 10, 25, 50, 75, 99%.
+    std::vector<ResidencyCheckpoint> checkpoints;
+    std::optional<ResidencyCheckpoint> headline; // first sample with >= 1% of the file read
+};
+
 struct TierSummary {
     std::string tier;
     std::int64_t nominal_ms = 0, longest_ms = 0, last_ms = 0;
@@ -65,8 +101,14 @@ struct ReportData {
     std::vector<TierSummary> tiers;
     std::vector<Marker> markers;
     std::vector<Timed<Unavailability>> unavailable;
+    std::vector<FileResidencySummary> residency;
     LoaderRun loader; // empty unless the run came from `loaderlens replay`
 };
+
+// The residency part of build_report (report_residency.cpp).
+std::vector<FileResidencySummary> summarize_residency(const Recording& recording,
+                                                      const std::vector<ProcessSummary>& processes,
+                                                      const LoaderRun& loader);
 
 ReportData build_report(const Recording& recording);
 std::string render_report_text(const ReportData& report);

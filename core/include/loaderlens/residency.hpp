@@ -49,6 +49,7 @@ struct ResidencyFile {
     CacheMethod method = CacheMethod::unavailable;
     std::string unavailable_reason; // why the page cache cannot be read, when method is unavailable
     bool requested = false;         // given with --file (followed even if no process maps it)
+    std::int64_t first_ms = 0;      // recording clock: when the residency tier first saw it
 };
 
 // One residency sample of a file's page cache.

@@ -22,7 +22,7 @@ namespace loaderlens {
 struct ResidencyOptions {
     int buckets = 256;
     std::int64_t min_size_bytes = 1 << 20;
-    std::vector<std::string> files;               // followed even when no process maps them
+    std::vector<std::string> files;                    // followed even when no process maps them
     CacheMethod cache_method = CacheMethod::cachestat; // cachestat falls back to mincore
     bool allow_pagemap_scan = true;                    // false: read 8-byte pagemap entries
 };
@@ -41,7 +41,7 @@ class ResidencySampler {
     struct Tracked {
         ResidencyFile file;
         PageCacheProbe probe;
-        bool reported = false;   // written to new_files
+        bool reported = false;    // written to new_files
         bool had_problem = false; // a read failure already reported
     };
     struct ProcessState {

@@ -1,6 +1,7 @@
 // What a sampling run hands to the recorder: one timestamp, whatever tiers ran, tree changes.
 #pragma once
 
+#include "loaderlens/residency.hpp"
 #include "loaderlens/types.hpp"
 
 #include <optional>
@@ -14,6 +15,7 @@ struct SampleBatch {
     std::vector<FastSample> fast;
     std::vector<RollupSample> rollup;
     std::vector<MapsSample> maps;
+    ResidencySample residency;
     std::optional<CgroupSample> cgroup;
     std::optional<SystemSample> system;
     std::vector<Marker> markers;

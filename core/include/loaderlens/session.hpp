@@ -2,7 +2,8 @@
 //
 // Two sampling threads, so that a slow smaps walk of a large worker never delays the 10 Hz RSS:
 //  - "fast": tree scan, statm/status, markers, cgroup and system figures;
-//  - "deep": smaps_rollup and smaps, which cost ~15 µs per resident MiB.
+//  - "deep": smaps_rollup and smaps, which cost ~15 µs per resident MiB, and residency (page
+//    cache and pagemap of the mapped data files).
 // Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval). Batches go
 // through a queue to the thread that owns the Recorder (SQLite connections are not shared).
 #pragma once
@@ -12,6 +13,7 @@
 #include "loaderlens/clock.hpp"
 #include "loaderlens/marker_tail.hpp"
 #include "loaderlens/recorder.hpp"
+#include "loaderlens/residency_sampler.hpp"
 #include "loaderlens/samplers.hpp"
 #include "loaderlens/tree_tracker.hpp"
 
@@ -28,6 +30,8 @@ namespace loaderlens {
 
 struct SessionOptions {
     std::int64_t fast_ms = 100, rollup_ms = 500, maps_ms = 1000, cgroup_ms = 1000;
+    std::int64_t residency_ms = 1000;
+    ResidencyOptions residency;
     double cpu_budget = 0.05; // of one core, for all tiers together
     std::int64_t maps_min_file_kb = 1024;
     std::optional<std::string> markers_path;
@@ -65,8 +69,10 @@ class Session {
     void deep_loop();
     void fast_run(SampleBatch& batch);
     // Returns the tree it sampled.
-    std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, bool rollup,
-                                                             bool maps);
+    struct DeepTiers {
+        bool rollup = false, maps = false, residency = false;
+    };
+    std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, DeepTiers tiers);
     void push(SampleBatch&& batch);
     // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
     void note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
@@ -82,10 +88,12 @@ class Session {
     FastSampler fast_;
     RollupSampler rollup_;
     MapsSampler maps_;
+    ResidencySampler residency_;
     std::optional<MarkerTail> markers_;
     std::optional<CgroupLocation> cgroup_;
     std::string cgroup_problem_;
-    AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_;
+    AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_,
+        residency_interval_;
     std::int64_t next_cgroup_ms_ = 0;
     std::int64_t last_fast_t_ = -1, last_deep_t_ = -1; // each owned by its thread
     bool first_fast_run_ = true;

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace loaderlens::sql {
 
@@ -27,6 +28,7 @@ class Statement {
     Statement& bind(int index, double value);
     Statement& bind(int index, const std::string& value);
     Statement& bind_null(int index);
+    Statement& bind_blob(int index, const void* data, std::size_t bytes); // copied by SQLite
     bool step(); // true while a row is available
     void run();  // step once, then reset for reuse
     void reset();
@@ -34,6 +36,8 @@ class Statement {
     Kib optional_int64(int column) const;
     double real(int column) const;
     std::string text(int column) const;
+    bool is_null(int column) const;
+    std::string_view blob(int column) const; // valid until the next step or reset
 
   private:
     sqlite3_stmt* stmt_ = nullptr;

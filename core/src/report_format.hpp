@@ -1,0 +1,20 @@
+// How the text report writes figures and names processes, shared by its sections.
+#pragma once
+
+#include "loaderlens/report.hpp"
+
+#include <string>
+
+namespace loaderlens::report_format {
+
+std::string kib(const Kib& value);
+std::string seconds(std::int64_t ms);
+std::string process_label(const ProcessInfo& p);
+const ProcessInfo* find_process(const ReportData& r, std::int64_t id);
+
+} // namespace loaderlens::report_format
+
+namespace loaderlens {
+// The residency section (report_residency_text.cpp).
+void append_residency(std::string& out, const ReportData& r);
+} // namespace loaderlens

@@ -1,0 +1,100 @@
+#include "residency_json.hpp"
+
+#include "json_util.hpp"
+
+namespace loaderlens::json_util {
+
+namespace {
+
+using nlohmann::json;
+
+json pages_peak(const Peak& p) {
+    return {{"pages", optional(p.value)}, {"t_ms", p.value ? json(p.t_ms) : json(nullptr)}};
+}
+
+json factor(const std::optional<double>& value) {
+    return value ? json(*value) : json(nullptr);
+}
+
+json checkpoint(const ResidencyCheckpoint& c) {
+    return {{"t_ms", c.t_ms},
+            {"read_fraction", c.read_fraction},
+            {"cached_fraction", c.cached_fraction},
+            {"cache_amplification", factor(c.cache_amplification)},
+            {"worker_mapped_fraction", factor(c.worker_mapped_fraction)},
+            {"worker_mapped_amplification", factor(c.worker_mapped_amplification)}};
+}
+
+} // namespace
+
+json residency_file(const ResidencyFile& f) {
+    return {{"id", f.id},
+            {"path", f.path},
+            {"device", f.device},
+            {"inode", f.inode},
+            {"size_bytes", f.size_bytes},
+            {"page_size", f.page_size},
+            {"pages", f.layout.file_pages},
+            {"buckets", f.layout.count},
+            {"bucket_pages", f.layout.bucket_pages},
+            {"method", to_string(f.method)},
+            {"unavailable_reason",
+             f.unavailable_reason.empty() ? json(nullptr) : json(f.unavailable_reason)},
+            {"requested", f.requested},
+            {"first_ms", f.first_ms}};
+}
+
+json residency_summary(const FileResidencySummary& s) {
+    json out = residency_file(s.file);
+    out["samples"] = s.samples;
+    out["cached"] = {{"first_pages", optional(s.first_cached)},
+                     {"peak", pages_peak(s.cached)},
+                     {"final_pages", optional(s.final_cached)},
+                     {"time_to_90_percent_ms", optional(s.time_to_90_ms)}};
+    out["evicted_peak"] = pages_peak(s.evicted);
+    out["refaulted_pages_at_least"] = optional(s.refaulted);
+    out["dirty_peak"] = pages_peak(s.dirty);
+    out["writeback_peak"] = pages_peak(s.writeback);
+    out["processes"] = json::array();
+    for (const auto& p : s.processes)
+        out["processes"].push_back({{"process_id", p.process_id},
+                                    {"present_peak", pages_peak(p.present)},
+                                    {"final_present_pages", p.final_present},
+                                    {"mapped_pages", p.mapped_pages}});
+    if (s.loader_data_file) {
+        json loader{{"cached_before_pages", optional(s.cached_before)},
+                    {"checkpoints", json::array()},
+                    {"headline", s.headline ? checkpoint(*s.headline) : json(nullptr)}};
+        for (const auto& c : s.checkpoints)
+            loader["checkpoints"].push_back(checkpoint(c));
+        out["loader"] = std::move(loader);
+    }
+    return out;
+}
+
+json residency_series(const Recording& recording) {
+    json out{{"files", json::array()}, {"cache", json::array()}, {"mapped", json::array()}};
+    for (const auto& f : recording.residency_files())
+        out["files"].push_back(residency_file(f));
+    for (const auto& [t, c] : recording.cache_residency())
+        out["cache"].push_back(
+            {{"t_ms", t},
+             {"file_id", c.file_id},
+             {"cached", c.totals.cached},
+             {"dirty", optional(c.totals.dirty)},
+             {"writeback", optional(c.totals.writeback)},
+             {"evicted", optional(c.totals.evicted)},
+             {"recently_evicted", optional(c.totals.recently_evicted)},
+             {"buckets", c.buckets},
+             {"evicted_buckets", c.totals.evicted ? json(c.evicted_buckets) : json(nullptr)}});
+    for (const auto& [t, m] : recording.mapped_residency())
+        out["mapped"].push_back({{"t_ms", t},
+                                 {"file_id", m.file_id},
+                                 {"process_id", m.process_id},
+                                 {"mapped_pages", m.mapped_pages},
+                                 {"present_pages", m.present_pages},
+                                 {"buckets", m.buckets}});
+    return out;
+}
+
+} // namespace loaderlens::json_util
