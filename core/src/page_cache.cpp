@@ -86,12 +86,16 @@ PageCacheProbe::PageCacheProbe(const std::string& path, CacheMethod preferred,
         method_ = CacheMethod::cachestat;
         return;
     }
+    use_mincore();
+}
+
+void PageCacheProbe::use_mincore() {
     if (size_bytes_ > 0) {
         mapping_bytes_ = static_cast<std::size_t>(size_bytes_);
         mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
         if (mapping_ == MAP_FAILED) {
             mapping_ = nullptr;
-            problem_ = "cannot map " + path + " for mincore: " + errno_text(errno);
+            problem_ = "cannot map " + path_ + " for mincore: " + errno_text(errno);
             close_all();
             return;
         }
@@ -162,8 +166,17 @@ std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& la
         const auto length = static_cast<std::uint64_t>(layout.pages_in(b)) * page;
         if (call_cachestat(fd_, offset, length, cs) != 0) {
             const int error = errno;
+            if (error == EPERM || error == ENOSYS) {
+                // The kernel's own permission rule passed when the file was opened, so this
+                // is a seccomp filter (container runtimes refuse syscalls newer than their
+                // profile, often with EPERM): mincore answers the same question.
+                use_mincore();
+                if (method_ != CacheMethod::mincore) return std::nullopt;
+                cached.assign(static_cast<std::size_t>(layout.count), 0);
+                if (evicted) evicted->clear();
+                return read_mincore(layout, cached);
+            }
             problem_ = "cachestat on " + path_ + ": " + errno_text(error);
-            if (error == EPERM) close_all();
             return std::nullopt;
         }
         cached[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_cache);

@@ -72,7 +72,7 @@ ResidencySampler::ResidencySampler(ResidencyOptions options)
 
 ResidencySampler::Tracked* ResidencySampler::track(const std::string& path, std::uint64_t device,
                                                    std::uint64_t inode, bool requested) {
-    PageCacheProbe probe(path, options_.cache_method, device, inode);
+    PageCacheProbe probe(path, options_.cache_method, 0, inode);
     ResidencyFile file;
     file.id = next_file_id_++;
     file.path = path;
@@ -110,6 +110,15 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         all.emplace_back(&info, std::move(mappings));
     }
 
+    // The dynamic loader maps a library read-only before it maps its code executable: a file
+    // followed from such a moment is dropped once it shows up executable.
+    std::erase_if(tracked_, [&](const auto& entry) {
+        const auto& [key, tracked] = entry;
+        if (tracked.file.requested || !executable.contains(key)) return false;
+        ignored_[key] = "mapped executable (a program or library)";
+        return true;
+    });
+
     // Files seen for the first time: follow the data files, remember the others.
     for (const auto& [info, mappings] : all) {
         for (const auto& m : mappings) {
@@ -119,41 +128,47 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
                 ignored_[key] = "mapped executable (a program or library)";
                 continue;
             }
+            // Inode only: on btrfs (and overlayfs before 6.8) the device in /proc/PID/maps is
+            // not the st_dev that stat() gives for the same file.
             struct stat st {};
-            if (::stat(m.path.c_str(), &st) == 0 &&
-                (st.st_dev != m.device || st.st_ino != m.inode)) {
+            if (::stat(m.path.c_str(), &st) == 0 && st.st_ino != m.inode) {
                 ignored_[key] = "the path now names another file";
                 continue;
             }
-            if (::stat(m.path.c_str(), &st) == 0 && st.st_size < options_.min_size_bytes) {
-                ignored_[key] = "smaller than the residency minimum size";
-                continue;
-            }
+            // Not remembered: a file that grows past the minimum is followed from then on.
+            if (st.st_ino == m.inode && st.st_size < options_.min_size_bytes) continue;
             track(m.path, m.device, m.inode, false);
         }
     }
 
     for (auto& [key, tracked] : tracked_) {
-        if (!tracked.reported) {
+        read_cache(tracked, out, problems);
+        if (!tracked.reported) { // after the first read, which may have changed the method
+            tracked.file.method = tracked.probe.method();
+            if (tracked.file.method == CacheMethod::unavailable)
+                tracked.file.unavailable_reason = tracked.probe.problem();
             out.new_files.push_back(tracked.file);
             tracked.reported = true;
         }
-        if (tracked.probe.method() == CacheMethod::unavailable) continue;
-        CacheResidency cache{.file_id = tracked.file.id};
-        BucketCounts evicted;
-        auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted);
-        if (!counts) {
-            if (!tracked.had_problem) problems.push_back({0, "residency", tracked.probe.problem()});
-            tracked.had_problem = true;
-            continue;
-        }
-        cache.totals = *counts;
-        cache.evicted_buckets = std::move(evicted);
-        out.cache.push_back(std::move(cache));
     }
 
     for (const auto& [info, mappings] : all)
         sample_process(*info, mappings, out, problems);
+}
+
+void ResidencySampler::read_cache(Tracked& tracked, ResidencySample& out, Problems& problems) {
+    if (tracked.probe.method() == CacheMethod::unavailable) return;
+    CacheResidency cache{.file_id = tracked.file.id};
+    BucketCounts evicted;
+    auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted);
+    if (!counts) {
+        if (!tracked.had_problem) problems.push_back({0, "residency", tracked.probe.problem()});
+        tracked.had_problem = true;
+        return;
+    }
+    cache.totals = *counts;
+    cache.evicted_buckets = std::move(evicted);
+    out.cache.push_back(std::move(cache));
 }
 
 void ResidencySampler::sample_process(const ProcessInfo& info,

@@ -45,6 +45,7 @@ class PageCacheProbe {
     std::optional<CacheCounts> read_cachestat(const BucketLayout& layout, BucketCounts& cached,
                                               BucketCounts* evicted);
     std::optional<CacheCounts> read_mincore(const BucketLayout& layout, BucketCounts& cached);
+    void use_mincore(); // maps the file; unavailable (with the reason) when that fails
     void close_all();
 
     std::string path_;

@@ -51,6 +51,7 @@ class ResidencySampler {
 
     Tracked* track(const std::string& path, std::uint64_t device, std::uint64_t inode,
                    bool requested);
+    void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
                         ResidencySample& out, Problems& problems);
 
