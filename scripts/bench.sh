@@ -5,9 +5,11 @@
 #   3. loader bench: the reference loader's samples/s against torch.utils.data.DataLoader, and its
 #      copy bandwidth against memcpy (~1 min; the PyTorch part is skipped, with a message, when
 #      Debian's python3-torch is missing)
+#   4. residency bench: one page-cache sample of a 1 GiB cached file (cachestat, mincore) against
+#      the `fincore` and `vmtouch` commands, and the per-worker pagemap cost (~30 s)
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end).
 #
-# Usage: bash scripts/bench.sh [--only sampler|fleet|loader] [sampler bench arguments...]
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency] [sampler bench arguments...]
 #
 # Exit status: non-zero only when something broke (build, setup, a measurement missing). A missed
 # performance target is printed as MISSED and still exits 0: it is a result, not a failure.
@@ -22,9 +24,9 @@ if [ "${1:-}" = "--only" ]; then
   only=${2:-}
   shift 2 || true
   case "$only" in
-    sampler | fleet | loader) ;;
+    sampler | fleet | loader | residency) ;;
     *)
-      echo "bench.sh: --only takes sampler, fleet or loader" >&2
+      echo "bench.sh: --only takes sampler, fleet, loader or residency" >&2
       exit 2
       ;;
   esac
@@ -44,6 +46,7 @@ targets=(loaderlens)
 run sampler && targets+=(loaderlens_bench_samplers)
 run fleet && targets+=(loaderlens_bench_fleet)
 run loader && targets+=(loaderlens_bench_loader)
+run residency && targets+=(loaderlens_bench_residency)
 cmake --build build-bench --target "${targets[@]}"
 
 # The benches remove their files themselves, even on Ctrl-C; a private TMPDIR removed on exit
@@ -69,6 +72,11 @@ if run loader; then
   echo "### loader bench"
   build-bench/bench/loaderlens_bench_loader --cli build-bench/cli/loaderlens \
     --torch-script bench/loader/pytorch_loader.py || status=$?
+fi
+if run residency; then
+  echo
+  echo "### residency bench"
+  build-bench/bench/loaderlens_bench_residency || status=$?
 fi
 
 if ((status != 0)); then
