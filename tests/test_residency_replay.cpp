@@ -1,0 +1,169 @@
+// The end-to-end check: a replay of a shuffled mmap .npy with 4 workers over a cold file
+// shows, in the recording, the report and the export, the page cache filling ahead of the reads,
+// each worker's mapped share growing, and the amplification figures; pread with POSIX_FADV_RANDOM
+// is the contrast (no readahead: the cache holds what was read).
+#include "loaderlens/export.hpp"
+#include "loaderlens/report.hpp"
+#include "replay_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <fcntl.h>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+#include <unistd.h>
+
+using namespace loaderlens;
+using namespace loaderlens::test;
+
+namespace {
+
+// Writes back and drops the file's page cache, so that the run starts from disk.
+void make_cold(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    BOOST_REQUIRE(fd >= 0);
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+}
+
+const FileResidencySummary& dataset_summary(const ReportData& report, const std::string& path) {
+    for (const auto& s : report.residency)
+        if (s.file.path == path) return s;
+    BOOST_FAIL("the dataset " + path + " is not in the report's residency section");
+    return report.residency.front();
+}
+
+std::int64_t sum(const BucketCounts& buckets) {
+    return std::accumulate(buckets.begin(), buckets.end(), std::int64_t{0});
+}
+
+// 4096 records of 8 KiB: 32 MiB of data.
+std::string make_dataset(const TempDir& dir) {
+    const std::string data = dir.file("images.npy");
+    mkdata({"npy", data, "--count", "4096", "--shape", "2048", "--dtype", "f4"});
+    make_cold(data);
+    return std::filesystem::canonical(data).string();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(residency_replay)
+
+BOOST_AUTO_TEST_CASE(mmap_shuffle_cache_runs_ahead_of_reads_and_worker_mappings_grow) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const std::string db = dir.file("run.db");
+    // 256 batches at 15 ms each over 4 workers: about 4 s, sampled every 250 ms.
+    replay(db, {data, "--workers", "4", "--batch", "16", "--pattern", "shuffle", "--step-time",
+                "15ms", "--interval", "residency=250ms"});
+    Recording recording(db);
+
+    const auto files = recording.residency_files();
+    auto file = std::find_if(files.begin(), files.end(), [&](auto& f) { return f.path == data; });
+    BOOST_REQUIRE(file != files.end());
+    BOOST_TEST(to_string(file->method) == "cachestat");
+    BOOST_TEST(file->layout.count == 249); // 8193 pages (header page included) / 256 -> 33 each
+
+    // Bucket sums are the totals, in every stored row.
+    const auto cache = recording.cache_residency();
+    const auto mapped = recording.mapped_residency();
+    BOOST_TEST(cache.size() >= 8u);
+    for (const auto& [t, c] : cache) {
+        BOOST_TEST(sum(c.buckets) == c.totals.cached);
+        BOOST_TEST(sum(c.evicted_buckets) == c.totals.evicted.value_or(-1));
+    }
+    for (const auto& [t, m] : mapped)
+        BOOST_TEST(sum(m.buckets) == m.present_pages);
+
+    const ReportData report = build_report(recording);
+    const FileResidencySummary& s = dataset_summary(report, data);
+    BOOST_TEST_MESSAGE("cached before " << s.cached_before.value_or(-1) << " pages, first "
+                                        << s.first_cached.value_or(-1) << ", final "
+                                        << s.final_cached.value_or(-1) << " of "
+                                        << file->layout.file_pages);
+    // The file was cold, and everything was read once by the end.
+    BOOST_TEST(s.cached_before.value_or(-1) * 100 <= file->layout.file_pages);
+    BOOST_TEST(*s.final_cached * 100 >= file->layout.file_pages * 99);
+    BOOST_TEST(s.time_to_90_ms.has_value());
+
+    // Cache ahead of the reads: readahead brings in more than the loader has read.
+    BOOST_REQUIRE(s.headline.has_value());
+    const ResidencyCheckpoint& h = *s.headline;
+    BOOST_TEST_MESSAGE("at " << h.t_ms << " ms: read " << h.read_fraction << ", cached "
+                             << h.cached_fraction << ", cache x"
+                             << h.cache_amplification.value_or(-1) << ", worker mapped "
+                             << h.worker_mapped_fraction.value_or(-1) << " x"
+                             << h.worker_mapped_amplification.value_or(-1));
+    BOOST_TEST(h.read_fraction < 0.9);
+    BOOST_TEST(h.cached_fraction > h.read_fraction);
+    BOOST_TEST(h.cache_amplification.value_or(0) > 1.5);
+    // Each worker maps more than it read: fault-around and large folios.
+    BOOST_TEST(h.worker_mapped_amplification.value_or(0) > 1.5);
+    for (const auto& c : s.checkpoints)
+        BOOST_TEST(c.cached_fraction + 0.01 >= c.read_fraction);
+
+    // Each worker's mapped share grows: never down while it lives, and up overall.
+    const auto workers = workers_of(recording);
+    BOOST_REQUIRE_EQUAL(workers.size(), 4u);
+    for (const auto& w : workers) {
+        std::vector<std::int64_t> present;
+        for (const auto& [t, m] : mapped)
+            if (m.process_id == w.id && m.file_id == file->id && (!w.exit_ms || t < *w.exit_ms))
+                present.push_back(m.present_pages);
+        BOOST_REQUIRE_MESSAGE(present.size() >= 4u,
+                              "worker " << w.slot << ": " << present.size() << " samples");
+        BOOST_TEST(present.back() > present.front() + file->layout.file_pages / 10,
+                   "worker " << w.slot << ": " << present.front() << " -> " << present.back());
+        for (std::size_t i = 1; i < present.size(); ++i)
+            BOOST_TEST(present[i] >= present[i - 1], "worker " << w.slot << " sample " << i);
+    }
+
+    // The report and both exports carry it.
+    const std::string text = render_report_text(report);
+    BOOST_TEST(text.find("loader reads vs residency") != std::string::npos);
+    BOOST_TEST(text.find("amplification at") != std::string::npos);
+    std::ostringstream json_out, csv_out;
+    export_json(recording, json_out);
+    const auto j = nlohmann::json::parse(json_out.str());
+    BOOST_TEST(j["residency"]["cache"].size() == cache.size());
+    BOOST_TEST(j["residency"]["cache"][0]["buckets"].size() ==
+               static_cast<std::size_t>(file->layout.count));
+    BOOST_TEST(j["residency"]["mapped"].size() == mapped.size());
+    export_residency_csv(recording, csv_out);
+    std::size_t expected_rows = 1; // header
+    for (const auto& [t, c] : cache)
+        expected_rows += c.buckets.size() + c.evicted_buckets.size();
+    for (const auto& [t, m] : mapped)
+        expected_rows += m.buckets.size();
+    const std::string csv = csv_out.str();
+    BOOST_TEST(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) == expected_rows);
+}
+
+BOOST_AUTO_TEST_CASE(pread_with_random_advice_caches_what_was_read) {
+    TempDir dir;
+    const std::string data = make_dataset(dir);
+    const std::string db = dir.file("run.db");
+    replay(db, {data, "--workers", "2", "--batch", "16", "--pattern", "shuffle", "--subset", "0.25",
+                "--read", "pread", "--advice", "random", "--interval", "residency=100ms"});
+    Recording recording(db);
+    const ReportData report = build_report(recording);
+    const FileResidencySummary& s = dataset_summary(report, data);
+    // Nothing maps the file, yet it is followed (replay asks for its dataset).
+    BOOST_TEST(s.file.requested);
+    for (const auto& p : s.processes)
+        BOOST_TEST(p.present.value.value_or(0) == 0);
+    // A quarter of the records, read with no readahead: the cache holds the pages of the records
+    // read and no more. A record of 8 KiB after the 128-byte header straddles 3 pages, so the
+    // pages cached are between 1x and 1.5x the bytes read (+ the header page).
+    BOOST_REQUIRE(!recording.loader_run().progress.empty());
+    const std::int64_t read = recording.loader_run().progress.back().distinct_bytes;
+    const std::int64_t cached = s.final_cached.value_or(0) * s.file.page_size;
+    BOOST_TEST_MESSAGE("pread+random: read " << read << " bytes, cached " << cached);
+    BOOST_TEST(read * 4 == 4096 * 8192); // --subset 0.25 of 4096 records of 8 KiB
+    BOOST_TEST(cached >= read);
+    BOOST_TEST(cached <= read * 3 / 2 + s.file.page_size);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
