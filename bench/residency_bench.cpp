@@ -9,7 +9,8 @@
 //    Elapsed (like for like; the ratio to the command is printed too).
 // 2. Per worker mapping the file MAP_SHARED read-only (every page present; every page without
 //    PMD mappings; 1 page in 16): PagemapReader with PAGEMAP_SCAN and with 8-byte entries, a
-//    present-bit-only PAGEMAP_SCAN, and a whole ResidencySampler::sample, per GiB mapped.
+//    PAGEMAP_SCAN as asked for shared mappings (present only), and a whole
+//    ResidencySampler::sample, per GiB mapped.
 // 3. cachestat's cost follows the folio count: a 256 MiB file cached by a sequential read and by
 //    4 KiB preads under POSIX_FADV_RANDOM (one folio per page).
 // Prints MISSED for a missed target and still exits 0; exits non-zero only when a measurement
@@ -33,7 +34,6 @@
 #include <optional>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -468,36 +468,6 @@ void page_cache_section(const Options& o, const std::string& file, std::size_t b
                 0, tally);
 }
 
-// PAGEMAP_SCAN (include/uapi/linux/fs.h, Linux 6.7) asking for the present bit only. Not what
-// the core asks: it wants present file pages, and the file bit makes the kernel look at the
-// struct page of every present page. In a MAP_SHARED file mapping every present page is a file
-// page, so this is what a reader of those mappings could pay instead.
-struct PmScanArg {
-    std::uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-    std::uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-bool scan_present_only(int fd, std::uint64_t start, std::uint64_t end, long long& pages) {
-    std::uint64_t regions[256][3]; // start, end, categories
-    pages = 0;
-    while (start < end) {
-        PmScanArg arg{};
-        arg.size = sizeof arg;
-        arg.start = start;
-        arg.end = end;
-        arg.vec = reinterpret_cast<std::uint64_t>(regions);
-        arg.vec_len = std::size(regions);
-        arg.category_mask = arg.return_mask = 1 << 3; // PAGE_IS_PRESENT
-        const int found = ioctl(fd, _IOWR('f', 16, PmScanArg), &arg);
-        if (found < 0) return false;
-        for (int i = 0; i < found; ++i)
-            pages += static_cast<long long>((regions[i][1] - regions[i][0]) / page);
-        if (arg.walk_end <= start) break;
-        start = arg.walk_end;
-    }
-    return true;
-}
-
 // Section 2: pagemap of one worker, both readers, and a whole residency sample of it.
 void pagemap_section(const Options& o, const std::string& file, std::size_t bytes,
                      const Worker& dense, Tally& tally) {
@@ -517,20 +487,23 @@ void pagemap_section(const Options& o, const std::string& file, std::size_t byte
                           {"every page present, MADV_NOHUGEPAGE", no_thp, pages},
                           {"1 page in 16 present (MADV_NOHUGEPAGE)", sparse, pages / 16}};
     for (const Case& c : cases) {
-        PagemapReader scan(c.worker.pid(), true), entries(c.worker.pid(), false);
-        const int raw_fd = open(("/proc/" + std::to_string(c.worker.pid()) + "/pagemap").c_str(),
-                                O_RDONLY | O_CLOEXEC);
+        PagemapReader scan(c.worker.pid(), true), shared_scan(c.worker.pid(), true),
+            entries(c.worker.pid(), false);
         auto check = [&](bool ok, long long count, const char* how) {
             if (ok && count == c.expect_pages) return true;
             throw SetupError(std::string(c.name) + ": " + how + " found " + std::to_string(count) +
                              " present pages, expected " + std::to_string(c.expect_pages));
         };
-        auto walk = [&](PagemapReader& reader) {
+        // shared_mapping: what the sampler asks for a MAP_SHARED mapping (present pages only);
+        // false: present file pages, as for a private mapping.
+        auto walk = [&](PagemapReader& reader, bool shared_mapping) {
             long long count = 0;
             const bool ok = reader.for_each_present(
-                c.worker.start(), c.worker.end(), [&](std::uint64_t first, std::uint64_t last) {
+                c.worker.start(), c.worker.end(),
+                [&](std::uint64_t first, std::uint64_t last) {
                     count += static_cast<long long>((last - first) / page);
-                });
+                },
+                shared_mapping);
             return check(ok, count, to_string(reader.method()));
         };
         ResidencySampler sampler(ResidencyOptions{});
@@ -543,27 +516,23 @@ void pagemap_section(const Options& o, const std::string& file, std::size_t byte
             return check(false, out.mapped.empty() ? -1 : out.mapped[0].present_pages,
                          "ResidencySampler");
         };
-        auto raw = [&] {
-            long long count = 0;
-            const bool ok = scan_present_only(raw_fd, c.worker.start(), c.worker.end(), count);
-            return check(ok, count, "present-only PAGEMAP_SCAN");
-        };
-        const auto s = interleaved({timed([&] { return walk(scan); }),
-                                    timed([&] { return walk(entries); }), timed(raw), timed(whole)},
+        const auto s = interleaved({timed([&] { return walk(scan, false); }),
+                                    timed([&] { return walk(entries, false); }),
+                                    timed([&] { return walk(shared_scan, true); }), timed(whole)},
                                    o.rounds);
-        close(raw_fd);
         if (scan.method() != PagemapMethod::scan_ioctl)
             throw SetupError("PAGEMAP_SCAN is not available on this kernel");
         std::printf("  %s: %lld pages present, %.0f MiB of the mapping PMD-mapped\n", c.name,
                     c.expect_pages, c.worker.pmd_mapped_kib() / 1024);
         const double per_gib = gib / static_cast<double>(bytes);
-        print_stats("  PagemapReader, PAGEMAP_SCAN (present+file)", s[0], "", per_gib);
+        print_stats("  PagemapReader, PAGEMAP_SCAN present+file (private maps)", s[0], "", per_gib);
         print_stats("  PagemapReader, 8-byte entries", s[1], "", per_gib);
-        print_stats("  raw PAGEMAP_SCAN, present bit only", s[2], "(not in core)", per_gib);
+        print_stats("  PagemapReader, PAGEMAP_SCAN present (shared maps)", s[2], "", per_gib);
         print_stats("  ResidencySampler::sample of the worker", s[3], "", per_gib);
-        print_ratio("  8-byte entries / PAGEMAP_SCAN (expected 3-10x)", s[1], s[0], o.rounds, 0,
-                    tally);
-        print_ratio("  8-byte entries / present-only PAGEMAP_SCAN", s[1], s[2], o.rounds, 0, tally);
+        print_ratio("  8-byte entries / PAGEMAP_SCAN present, shared maps (expected 3-10x)", s[1],
+                    s[2], o.rounds, 0, tally);
+        print_ratio("  8-byte entries / PAGEMAP_SCAN present+file, private maps", s[1], s[0],
+                    o.rounds, 0, tally);
     }
     std::printf(
         "  (ResidencySampler::sample: /proc/PID/maps, cachestat of the file in 256 buckets, "

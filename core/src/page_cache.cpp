@@ -208,11 +208,17 @@ std::optional<CacheCounts> PageCacheProbe::read_mincore(const BucketLayout& layo
             problem_ = "mincore on " + path_ + ": " + errno_text(errno);
             return std::nullopt;
         }
-        for (std::int64_t i = 0; i < count; ++i) {
-            if (vec[i] & 1) {
-                ++cached[static_cast<std::size_t>(layout.bucket_of(first + i))];
-                ++totals.cached;
-            }
+        // Bucket by bucket over the chunk, without a division per page (that alone cost ~12%
+        // against vmtouch's loop in bench/residency_bench.cpp).
+        for (std::int64_t i = 0; i < count;) {
+            const int bucket = layout.bucket_of(first + i);
+            const std::int64_t bucket_end =
+                std::min(count, layout.first_page(bucket) + layout.pages_in(bucket) - first);
+            std::int32_t in_bucket = 0;
+            for (; i < bucket_end; ++i)
+                in_bucket += vec[i] & 1;
+            cached[static_cast<std::size_t>(bucket)] += in_bucket;
+            totals.cached += in_bucket;
         }
     }
     return totals;

@@ -79,6 +79,7 @@ std::vector<FileMapping> parse_file_mappings(std::string_view text) {
         if (ec != std::errc{} || m.inode == 0) continue;
         m.device = makedev(static_cast<unsigned>(major), static_cast<unsigned>(minor));
         m.executable = perms[2] == 'x';
+        m.shared = perms[3] == 's';
         m.path = std::string(path);
         out.push_back(std::move(m));
     }
@@ -116,11 +117,11 @@ PagemapReader& PagemapReader::operator=(PagemapReader&& other) noexcept {
 
 bool PagemapReader::for_each_present(
     std::uint64_t start, std::uint64_t end,
-    const std::function<void(std::uint64_t, std::uint64_t)>& on_run) {
+    const std::function<void(std::uint64_t, std::uint64_t)>& on_run, bool shared_mapping) {
     if (fd_ < 0) return false;
     error_ = 0;
     if (method_ == PagemapMethod::scan_ioctl) {
-        if (scan(start, end, on_run)) return true;
+        if (scan(start, end, on_run, !shared_mapping)) return true;
         // Kernels before 6.7 do not know the ioctl: read the entries from then on.
         if (error_ != ENOTTY && error_ != EINVAL && error_ != EOPNOTSUPP) return false;
         method_ = PagemapMethod::read_entries;
@@ -130,7 +131,9 @@ bool PagemapReader::for_each_present(
 }
 
 bool PagemapReader::scan(std::uint64_t start, std::uint64_t end,
-                         const std::function<void(std::uint64_t, std::uint64_t)>& on_run) {
+                         const std::function<void(std::uint64_t, std::uint64_t)>& on_run,
+                         bool file_check) {
+    const std::uint64_t categories = page_is_present | (file_check ? page_is_file : 0);
     PageRegion regions[256];
     while (start < end) {
         PmScanArg arg{};
@@ -139,8 +142,8 @@ bool PagemapReader::scan(std::uint64_t start, std::uint64_t end,
         arg.end = end;
         arg.vec = reinterpret_cast<std::uint64_t>(regions);
         arg.vec_len = std::size(regions);
-        arg.category_mask = page_is_present | page_is_file;
-        arg.return_mask = page_is_present | page_is_file;
+        arg.category_mask = categories;
+        arg.return_mask = categories;
         const int found = ::ioctl(fd_, pagemap_scan_request, &arg);
         if (found < 0) {
             error_ = errno;

@@ -199,14 +199,16 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
         for (const FileMapping* m : file_mappings) {
             const std::int64_t first_page = static_cast<std::int64_t>(m->offset) / page_size_;
             ok = state.reader.for_each_present(
-                m->start, m->end, [&](std::uint64_t start, std::uint64_t end) {
+                m->start, m->end,
+                [&](std::uint64_t start, std::uint64_t end) {
                     const std::int64_t first =
                         first_page + static_cast<std::int64_t>(start - m->start) / page_size_;
                     const std::int64_t last =
                         first + static_cast<std::int64_t>(end - start) / page_size_;
                     if (first < file_pages)
                         set_bits(present_bits_, first, std::min(last, file_pages));
-                });
+                },
+                m->shared);
             if (!ok) break;
         }
         if (!ok) {
