@@ -146,10 +146,11 @@ ReportData build_report(const Recording& recording) {
     });
 
     const auto stats = recording.tier_stats();
-    for (const char* tier : {"fast", "rollup", "maps", "cgroup"}) {
+    for (const char* tier : {"fast", "rollup", "maps", "cgroup", "residency"}) {
         TierSummary summary{tier};
         auto nominal = r.meta.find(std::string("interval_") + tier + "_ms");
-        if (nominal != r.meta.end()) summary.nominal_ms = std::stoll(nominal->second);
+        if (nominal == r.meta.end()) continue; // a recording made before the tier existed
+        summary.nominal_ms = std::stoll(nominal->second);
         summary.longest_ms = std::max(summary.nominal_ms, longest_tier_interval(stats, tier));
         for (const auto& s : stats)
             if (s.sample.tier == tier) {
