@@ -45,10 +45,16 @@ std::string errno_text(int error) {
 } // namespace
 
 bool kernel_has_cachestat() {
+    // Asked on a memfd of our own, which the kernel's permission rule always lets us inspect: a
+    // failure is then ENOSYS (kernel before 6.5) or a seccomp filter refusing the call (container
+    // runtimes refuse syscalls newer than their profile, often with EPERM). Either way, mincore.
     static const bool has = [] {
+        const int fd = static_cast<int>(::syscall(SYS_memfd_create, "loaderlens-cachestat", 0));
+        if (fd < 0) return false;
         Cachestat out{};
-        // An invalid fd: ENOSYS when the kernel lacks the call, EBADF when it has it.
-        return call_cachestat(-1, 0, 0, out) != 0 && errno != ENOSYS;
+        const bool works = ::ftruncate(fd, 4096) == 0 && call_cachestat(fd, 0, 0, out) == 0;
+        ::close(fd);
+        return works;
     }();
     return has;
 }
@@ -166,15 +172,14 @@ std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& la
         const auto length = static_cast<std::uint64_t>(layout.pages_in(b)) * page;
         if (call_cachestat(fd_, offset, length, cs) != 0) {
             const int error = errno;
-            if (error == EPERM || error == ENOSYS) {
-                // The kernel's own permission rule passed when the file was opened, so this
-                // is a seccomp filter (container runtimes refuse syscalls newer than their
-                // profile, often with EPERM): mincore answers the same question.
-                use_mincore();
-                if (method_ != CacheMethod::mincore) return std::nullopt;
-                cached.assign(static_cast<std::size_t>(layout.count), 0);
-                if (evicted) evicted->clear();
-                return read_mincore(layout, cached);
+            // Refused although the call works on our own memfd: the kernel's rule says no, and
+            // mincore would then claim every page resident. Unavailable, never a false 100%.
+            if (error == EPERM) {
+                problem_ = "cachestat on " + path_ +
+                           ": not permitted (the kernel shows a page cache only to the file's "
+                           "owner, a user who may write it, or CAP_FOWNER)";
+                close_all();
+                return std::nullopt;
             }
             problem_ = "cachestat on " + path_ + ": " + errno_text(error);
             return std::nullopt;

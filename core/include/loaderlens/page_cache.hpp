@@ -58,7 +58,8 @@ class PageCacheProbe {
     std::size_t mapping_bytes_ = 0;
 };
 
-// Whether this kernel has cachestat(2) (probed once).
+// Whether cachestat(2) can be used: probed once on a memfd of our own, so false both on kernels
+// before 6.5 and under a seccomp filter that refuses the call.
 bool kernel_has_cachestat();
 
 } // namespace loaderlens
