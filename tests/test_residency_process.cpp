@@ -8,6 +8,7 @@
 // (large folios) a fault may map more than the page: the bound is then the union of the touched
 // pages' 64 KiB and 2 MiB windows.
 #include "loaderlens/residency_sampler.hpp"
+#include "residency_support.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -29,14 +30,6 @@ using namespace loaderlens::test;
 namespace tt = boost::test_tools;
 using namespace std::chrono_literals;
 
-namespace loaderlens::test::residency { // defined in test_residency.cpp
-std::int64_t page_size();
-std::int64_t cached_pages(const std::string& path);
-void make_cold(const std::string& path);
-void read_all(const std::string& path);
-BucketCounts buckets_of(const BucketLayout& layout, const std::set<std::int64_t>& pages);
-std::int64_t sum(const BucketCounts& counts);
-} // namespace loaderlens::test::residency
 using namespace loaderlens::test::residency;
 
 namespace {

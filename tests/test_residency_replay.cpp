@@ -5,6 +5,7 @@
 #include "loaderlens/export.hpp"
 #include "loaderlens/report.hpp"
 #include "replay_support.hpp"
+#include "residency_support.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cstddef>
@@ -21,27 +22,15 @@
 
 using namespace loaderlens;
 using namespace loaderlens::test;
+using namespace loaderlens::test::residency;
 
 namespace {
-
-// Writes back and drops the file's page cache, so that the run starts from disk.
-void make_cold(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    BOOST_REQUIRE(fd >= 0);
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-}
 
 const FileResidencySummary& dataset_summary(const ReportData& report, const std::string& path) {
     for (const auto& s : report.residency)
         if (s.file.path == path) return s;
     BOOST_FAIL("the dataset " + path + " is not in the report's residency section");
     return report.residency.front();
-}
-
-std::int64_t sum(const BucketCounts& buckets) {
-    return std::accumulate(buckets.begin(), buckets.end(), std::int64_t{0});
 }
 
 // 4096 records of 8 KiB: 32 MiB of data.
