@@ -18,6 +18,6 @@ sync "$data_dir/images.npy"
 vmtouch -q -e "$data_dir/images.npy"
 recording=build/demo.db
 build/cli/loaderlens replay "$data_dir/images.npy" --workers 4 --batch 32 --epochs 2 \
-  --step-time 20ms --epoch-pause 500ms --force -o "$recording"
+  --step-time 20ms --epoch-pause 500ms --interval residency=250ms --force -o "$recording"
 echo
 echo "Recording: $recording   (also: build/cli/loaderlens export --format csv|json|residency-csv $recording)"
