@@ -58,6 +58,14 @@ std::int64_t mapped_extent(const std::vector<const FileMapping*>& mappings, std:
     return total;
 }
 
+// Files every process maps that are nobody's dataset: locale archives, shared data of the system.
+// A dataset kept there can still be followed with --file.
+bool is_system_file(const std::string& path) {
+    for (const char* prefix : {"/usr/lib/", "/usr/share/", "/lib/", "/lib64/", "/etc/"})
+        if (path.starts_with(prefix)) return true;
+    return false;
+}
+
 bool process_gone(int error) {
     return error == ENOENT || error == ESRCH;
 }
@@ -123,9 +131,13 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     for (const auto& [info, mappings] : all) {
         for (const auto& m : mappings) {
             const FileKey key{m.device, m.inode};
-            if (tracked_.contains(key) || ignored_.contains(key)) continue;
+            if (find(m) || ignored_.contains(key)) continue;
             if (executable.contains(key)) {
                 ignored_[key] = "mapped executable (a program or library)";
+                continue;
+            }
+            if (is_system_file(m.path)) {
+                ignored_[key] = "a system file (locale archive, shared data)";
                 continue;
             }
             // Inode only: on btrfs (and overlayfs before 6.8) the device in /proc/PID/maps is
@@ -156,6 +168,15 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         sample_process(*info, mappings, out, problems);
 }
 
+ResidencySampler::Tracked* ResidencySampler::find(const FileMapping& m) {
+    if (auto it = tracked_.find({m.device, m.inode}); it != tracked_.end()) return &it->second;
+    // A requested file is keyed by stat()'s device, which on btrfs is not the one in maps.
+    for (auto& [key, tracked] : tracked_)
+        if (tracked.file.requested && tracked.file.inode == m.inode && tracked.file.path == m.path)
+            return &tracked;
+    return nullptr;
+}
+
 void ResidencySampler::read_cache(Tracked& tracked, ResidencySample& out, Problems& problems) {
     if (tracked.probe.method() == CacheMethod::unavailable) return;
     CacheResidency cache{.file_id = tracked.file.id};
@@ -176,9 +197,8 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
                                       ResidencySample& out, Problems& problems) {
     std::map<Tracked*, std::vector<const FileMapping*>> by_file;
     for (const auto& m : mappings) {
-        auto it = tracked_.find({m.device, m.inode});
-        if (it != tracked_.end() && it->second.file.layout.count > 0)
-            by_file[&it->second].push_back(&m);
+        Tracked* tracked = find(m);
+        if (tracked && tracked->file.layout.count > 0) by_file[tracked].push_back(&m);
     }
     auto state_it = processes_.find(info.key);
     if (by_file.empty() && state_it == processes_.end()) return; // maps none of our files

@@ -2,8 +2,9 @@
 // cache along the file (PageCacheProbe) and each process's present pages of it (PagemapReader),
 // counted per bucket of file offsets.
 //
-// Which files: mapped by some process of the tree, at least `min_size_bytes` big, and never mapped
-// executable (those are programs and libraries, not datasets), plus `files` always.
+// Which files: mapped by some process of the tree, at least `min_size_bytes` big, never mapped
+// executable (programs and libraries) and not under /usr/lib, /usr/share, /lib, /lib64 or /etc
+// (locale archives and other system data every process maps), plus `files` always.
 #pragma once
 
 #include "loaderlens/page_cache.hpp"
@@ -51,6 +52,7 @@ class ResidencySampler {
 
     Tracked* track(const std::string& path, std::uint64_t device, std::uint64_t inode,
                    bool requested);
+    Tracked* find(const FileMapping& mapping);
     void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
                         ResidencySample& out, Problems& problems);
