@@ -24,26 +24,38 @@ std::string csv_quote(const std::string& text) {
     return out + "\"";
 }
 
+using ProcessIndex = std::unordered_map<std::int64_t, ProcessInfo>;
+
+ProcessIndex index_processes(const Recording& recording) {
+    ProcessIndex out;
+    for (auto& p : recording.processes())
+        out.emplace(p.id, std::move(p));
+    return out;
+}
+
+// The identity columns process_id,pid,role,slot,generation (empty for no process).
+std::string csv_identity(const ProcessIndex& processes, std::int64_t process_id) {
+    auto it = processes.find(process_id);
+    if (it == processes.end()) return ",,,,";
+    const ProcessInfo& p = it->second;
+    return fmt::format("{},{},{},{},{}", p.id, p.key.pid, to_string(p.role),
+                       p.slot >= 0 ? std::to_string(p.slot) : "",
+                       p.generation >= 0 ? std::to_string(p.generation) : "");
+}
+
 class CsvWriter {
   public:
     CsvWriter(const Recording& recording, std::ostream& out) : out_(out) {
-        for (auto& p : recording.processes())
-            processes_.emplace(p.id, std::move(p));
+        processes_ = index_processes(recording);
         for (auto& o : recording.objects())
             objects_.emplace(o.id, std::move(o));
         out_ << "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n";
     }
     void row(std::int64_t t_ms, const char* source, std::int64_t process_id,
              const std::string& object, const char* metric, const Kib& v) {
-        std::string who = ",,,,";
-        if (auto it = processes_.find(process_id); it != processes_.end()) {
-            const ProcessInfo& p = it->second;
-            who = fmt::format("{},{},{},{},{}", p.id, p.key.pid, to_string(p.role),
-                              p.slot >= 0 ? std::to_string(p.slot) : "",
-                              p.generation >= 0 ? std::to_string(p.generation) : "");
-        }
         out_ << fmt::format("{:.3f},{},{},{},{},{}\n", static_cast<double>(t_ms) / 1000.0, source,
-                            who, csv_quote(object), metric, v ? std::to_string(*v) : "");
+                            csv_identity(processes_, process_id), csv_quote(object), metric,
+                            v ? std::to_string(*v) : "");
     }
     std::string object_name(std::int64_t id) const {
         auto it = objects_.find(id);
@@ -53,7 +65,7 @@ class CsvWriter {
 
   private:
     std::ostream& out_;
-    std::unordered_map<std::int64_t, ProcessInfo> processes_;
+    ProcessIndex processes_;
     std::unordered_map<std::int64_t, ObjectInfo> objects_;
 };
 
@@ -103,20 +115,26 @@ void export_csv(const Recording& recording, std::ostream& out) {
     std::unordered_map<std::int64_t, ResidencyFile> files;
     for (auto& f : recording.residency_files())
         files.emplace(f.id, std::move(f));
+    auto file_of = [&files](std::int64_t id) -> const ResidencyFile* {
+        auto it = files.find(id);
+        return it == files.end() ? nullptr : &it->second;
+    };
     auto pages_kib = [&files](std::int64_t file_id, const std::optional<std::int64_t>& pages) {
         auto it = files.find(file_id);
         return pages && it != files.end() ? Kib(*pages * it->second.page_size / 1024) : Kib{};
     };
     for (const auto& [t, c] : recording.cache_residency()) {
-        const std::string path = files.contains(c.file_id) ? files[c.file_id].path : "?";
-        const char* source = files.contains(c.file_id) ? to_string(files[c.file_id].method) : "?";
+        const ResidencyFile* f = file_of(c.file_id);
+        const std::string path = f ? f->path : "?";
+        const char* source = f ? to_string(f->method) : "?";
         csv.row(t, source, 0, path, "cached", pages_kib(c.file_id, c.totals.cached));
         csv.row(t, source, 0, path, "dirty", pages_kib(c.file_id, c.totals.dirty));
         csv.row(t, source, 0, path, "writeback", pages_kib(c.file_id, c.totals.writeback));
         csv.row(t, source, 0, path, "evicted", pages_kib(c.file_id, c.totals.evicted));
     }
     for (const auto& [t, m] : recording.mapped_residency()) {
-        const std::string path = files.contains(m.file_id) ? files[m.file_id].path : "?";
+        const ResidencyFile* f = file_of(m.file_id);
+        const std::string path = f ? f->path : "?";
         csv.row(t, "pagemap", m.process_id, path, "present", pages_kib(m.file_id, m.present_pages));
     }
     for (const auto& [t, s] : recording.system()) {
@@ -130,23 +148,16 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
     std::unordered_map<std::int64_t, ResidencyFile> files;
     for (auto& f : recording.residency_files())
         files.emplace(f.id, std::move(f));
-    std::unordered_map<std::int64_t, ProcessInfo> processes;
-    for (auto& p : recording.processes())
-        processes.emplace(p.id, std::move(p));
+    const ProcessIndex processes = index_processes(recording);
     out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages\n";
     auto rows = [&](std::int64_t t, std::int64_t file_id, const char* series,
                     std::int64_t process_id, const BucketCounts& buckets) {
         auto f = files.find(file_id);
         if (f == files.end()) return;
         const BucketLayout& layout = f->second.layout;
-        std::string who = ",,,,";
-        if (auto p = processes.find(process_id); p != processes.end())
-            who = fmt::format(
-                "{},{},{},{},{}", p->second.id, p->second.key.pid, to_string(p->second.role),
-                p->second.slot >= 0 ? std::to_string(p->second.slot) : "",
-                p->second.generation >= 0 ? std::to_string(p->second.generation) : "");
-        const std::string prefix = fmt::format("{:.3f},{},{},{}", static_cast<double>(t) / 1000.0,
-                                               csv_quote(f->second.path), series, who);
+        const std::string prefix =
+            fmt::format("{:.3f},{},{},{}", static_cast<double>(t) / 1000.0,
+                        csv_quote(f->second.path), series, csv_identity(processes, process_id));
         const std::int64_t page = f->second.page_size;
         for (int b = 0; b < static_cast<int>(buckets.size()) && b < layout.count; ++b)
             out << fmt::format("{},{},{},{},{}\n", prefix, b, layout.first_page(b) * page,

@@ -125,10 +125,7 @@ void Recorder::write_loader_run(const LoaderRun& run) {
 
 LoaderRun Recording::loader_run() const {
     LoaderRun run;
-    auto has_table = db_->prepare(
-        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='loader_epochs'");
-    has_table.step();
-    if (has_table.int64(0) == 0) return run; // schema 1: recorded before the loader existed
+    if (!db_->has_table("loader_epochs")) return run; // schema 1: before the loader existed
     run.config_json = meta("loader.config");
     run.status = meta("loader.status");
     run.message = meta("loader.message");
@@ -144,10 +141,7 @@ LoaderRun Recording::loader_run() const {
         run.workers.push_back(
             {static_cast<int>(workers.int64(0)), static_cast<int>(workers.int64(1)),
              static_cast<int>(workers.int64(2)), workers.int64(3), workers.int64(4)});
-    auto has_progress = db_->prepare(
-        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='loader_progress'");
-    has_progress.step();
-    if (has_progress.int64(0) == 0) return run; // schema 2: before progress events
+    if (!db_->has_table("loader_progress")) return run; // schema 2: before progress events
     auto progress = db_->prepare("SELECT t_ms, epoch, generation, bytes_read, distinct_bytes, "
                                  "workers FROM loader_progress ORDER BY t_ms");
     while (progress.step()) {

@@ -36,10 +36,7 @@ Recording::Recording(const std::string& path) : path_(path) {
         auto version = db_->prepare("PRAGMA user_version");
         version.step();
         const std::int64_t schema = version.int64(0);
-        auto has_meta =
-            db_->prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'");
-        has_meta.step();
-        if (has_meta.int64(0) == 0 || meta("format") != recording_format)
+        if (!db_->has_table("meta") || meta("format") != recording_format)
             throw RecordingError(path +
                                  ": not a loaderlens recording (SQLite, but no recording meta)");
         if (schema > recording_schema_version)

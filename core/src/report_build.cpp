@@ -33,6 +33,12 @@ std::int64_t longest_tier_interval(const std::vector<Timed<TierStat>>& stats,
 
 } // namespace
 
+const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, std::int64_t id) {
+    for (const auto& p : processes)
+        if (p.info.id == id) return &p.info;
+    return nullptr;
+}
+
 ReportData build_report(const Recording& recording) {
     ReportData r;
     r.path = recording.path();

@@ -10,7 +10,6 @@ namespace loaderlens::report_format {
 std::string kib(const Kib& value);
 std::string seconds(std::int64_t ms);
 std::string process_label(const ProcessInfo& p);
-const ProcessInfo* find_process(const ReportData& r, std::int64_t id);
 
 } // namespace loaderlens::report_format
 

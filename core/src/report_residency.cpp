@@ -50,12 +50,6 @@ void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResiden
     s.refaulted = s.refaulted.value_or(0) + refaulted;
 }
 
-const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, std::int64_t id) {
-    for (const auto& p : processes)
-        if (p.info.id == id) return &p.info;
-    return nullptr;
-}
-
 // Residency at one sample against the loader's last progress report before it.
 ResidencyCheckpoint checkpoint(const FileResidencySummary& s, std::int64_t t,
                                const CacheResidency& cache, const LoaderProgress* progress,

@@ -101,7 +101,7 @@ void append_residency(std::string& out, const ReportData& r) {
                            s.file.requested ? ", followed on request" : "");
         append_cache(out, s);
         for (const auto& per : s.processes) {
-            const ProcessInfo* p = find_process(r, per.process_id);
+            const ProcessInfo* p = find_process(r.processes, per.process_id);
             const std::string who =
                 p ? fmt::format("{} pid {}", process_label(*p), p->key.pid) : "?";
             out += fmt::format("      {:<30} present peak {:<16} final {}\n", who,

@@ -25,12 +25,6 @@ std::string process_label(const ProcessInfo& p) {
     return to_string(p.role);
 }
 
-const ProcessInfo* find_process(const ReportData& r, std::int64_t id) {
-    for (const auto& p : r.processes)
-        if (p.info.id == id) return &p.info;
-    return nullptr;
-}
-
 } // namespace report_format
 
 namespace {
@@ -188,7 +182,7 @@ void append_files(std::string& out, const ReportData& r) {
         out +=
             fmt::format("      tree: Σ RSS {}, Σ PSS {}\n", peak(f.total_rss), peak(f.total_pss));
         for (const auto& per : f.processes) {
-            const ProcessInfo* p = find_process(r, per.process_id);
+            const ProcessInfo* p = find_process(r.processes, per.process_id);
             std::string who = p ? fmt::format("{} pid {}", process_label(*p), p->key.pid) : "?";
             out += fmt::format("      {:<30} RSS {:>10}  PSS {:>10}\n", who, kib(per.rss.value),
                                kib(per.pss.value));
@@ -247,7 +241,7 @@ void append_rest(std::string& out, const ReportData& r) {
     if (!r.unavailable.empty()) {
         out += "Unavailable figures (shown as n/a above)\n";
         for (const auto& [t, u] : r.unavailable) {
-            const ProcessInfo* p = find_process(r, u.process_id);
+            const ProcessInfo* p = find_process(r.processes, u.process_id);
             out += fmt::format("  {:>9}  {} {}: {}\n", seconds(t), u.tier,
                                p ? fmt::format("pid {}", p->key.pid) : std::string("(tree)"),
                                u.reason);

@@ -18,13 +18,6 @@ BucketCounts decode(std::string_view blob) {
     return out;
 }
 
-bool has_table(sql::Database& db, const char* name) {
-    auto q = db.prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-    q.bind(1, std::string(name));
-    q.step();
-    return q.int64(0) > 0;
-}
-
 } // namespace
 
 ResidencyWriter::ResidencyWriter(sql::Database& db)
@@ -78,7 +71,7 @@ void ResidencyWriter::write(std::int64_t t_ms, const ResidencySample& sample) {
 
 std::vector<ResidencyFile> Recording::residency_files() const {
     std::vector<ResidencyFile> out;
-    if (!has_table(*db_, "residency_files")) return out; // schema 2 or older
+    if (!db_->has_table("residency_files")) return out; // schema 2 or older
     auto q = db_->prepare("SELECT id, path, device, inode, size_bytes, page_size, buckets, "
                           "bucket_pages, method, unavailable_reason, requested, first_ms "
                           "FROM residency_files ORDER BY id");
@@ -108,7 +101,7 @@ std::vector<ResidencyFile> Recording::residency_files() const {
 
 std::vector<Timed<CacheResidency>> Recording::cache_residency(std::int64_t since_ms) const {
     std::vector<Timed<CacheResidency>> out;
-    if (!has_table(*db_, "cache_residency")) return out;
+    if (!db_->has_table("cache_residency")) return out;
     // The vectors in force at since_ms: the last stored one of each file up to then.
     std::map<std::int64_t, std::pair<BucketCounts, BucketCounts>> last;
     auto q = db_->prepare("SELECT t_ms, file_id, cached, dirty, writeback, evicted, "
@@ -133,7 +126,7 @@ std::vector<Timed<CacheResidency>> Recording::cache_residency(std::int64_t since
 
 std::vector<Timed<MappedResidency>> Recording::mapped_residency(std::int64_t since_ms) const {
     std::vector<Timed<MappedResidency>> out;
-    if (!has_table(*db_, "mapped_residency")) return out;
+    if (!db_->has_table("mapped_residency")) return out;
     std::map<std::pair<std::int64_t, std::int64_t>, BucketCounts> last;
     auto q = db_->prepare("SELECT t_ms, file_id, process_id, mapped_pages, present_pages, buckets "
                           "FROM mapped_residency ORDER BY t_ms, file_id, process_id");

@@ -96,6 +96,13 @@ Database::~Database() {
     sqlite3_close(db_);
 }
 
+bool Database::has_table(const std::string& name) {
+    auto q = prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+    q.bind(1, name);
+    q.step();
+    return q.int64(0) > 0;
+}
+
 void Database::exec(const std::string& sql) {
     char* message = nullptr;
     int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);

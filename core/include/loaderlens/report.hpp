@@ -111,6 +111,8 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
                                                       const LoaderRun& loader);
 
 ReportData build_report(const Recording& recording);
+// The process with this recording id among `processes`, or null.
+const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, std::int64_t id);
 std::string render_report_text(const ReportData& report);
 std::string render_report_json(const ReportData& report);
 

@@ -52,6 +52,8 @@ class Database {
 
     void exec(const std::string& sql);
     Statement prepare(const std::string& sql) { return Statement(db_, sql); }
+    // Whether the schema has this table (a reader of older recordings asks before it queries).
+    bool has_table(const std::string& name);
     sqlite3* handle() const { return db_; }
 
   private:
