@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package the build, the tests and the benchmarks need.
 # Idempotent: runs `apt-get update` once per invocation, then installs what is missing.
-# `setup.sh --bench` also installs what only the benchmarks use (PyTorch, the baseline loader).
+# `setup.sh --bench` is accepted for the benchmarks; everything they need is installed anyway.
 set -euo pipefail
 
 packages=(
@@ -11,10 +11,14 @@ packages=(
   libboost-test-dev libbenchmark-dev
   qt6-base-dev libqcustomplot-dev libgl-dev
   python3-numpy util-linux vmtouch
+  python3-torch
+  slurmctld slurmd slurm-client munge slurmdbd mariadb-server
 )
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
 # util-linux (fincore) and vmtouch: the oracles the residency tests compare page-cache counts to.
-[ "${1:-}" = "--bench" ] && packages+=(python3-torch)
+# python3-torch: real DataLoader workers for the worker-recognition tests (and the loader bench).
+# slurm*, munge, slurmdbd, mariadb-server: a real single-node SLURM for the job-control tests
+# (sacct is what tells CANCELLED from FAILED); started by the tests themselves, never as services.
 
 missing=()
 for p in "${packages[@]}"; do
