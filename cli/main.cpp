@@ -1,5 +1,6 @@
 // loaderlens: thin glue between the command line and core/.
 #include "commands.hpp"
+#include "dash_arguments.hpp"
 
 #include <iostream>
 #include <map>
@@ -20,8 +21,13 @@ int main(int argc, char** argv) {
     add(add_mkdata);
     add(add_load);
     add(add_replay);
+    const DashSplit split = split_at_dashes(std::vector<std::string>(argv + 1, argv + argc));
     try {
-        app.parse(argc, argv);
+        assign_after_dashes(app, split);
+        std::vector<std::string> own(split.own.rbegin(),
+                                     split.own.rend()); // CLI11 wants it reversed
+        app.parse(own);
+        check_after_dashes(app, split);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
