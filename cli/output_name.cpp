@@ -1,9 +1,29 @@
 #include "output_name.hpp"
 
 #include <cstdlib>
+#include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace loaderlens::cli {
+
+namespace {
+
+std::string environment_or(const char* name, const std::string& fallback) {
+    const char* value = std::getenv(name);
+    return value && *value ? value : fallback;
+}
+
+bool in_slurm_job() {
+    return !environment_or("SLURM_JOB_ID", "").empty();
+}
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+} // namespace
 
 std::string node_name() {
     if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm && *slurm) return slurm;
@@ -20,11 +40,18 @@ std::string expand_output_name(const std::string& pattern) {
             continue;
         }
         switch (pattern[++i]) {
-        case 'j': {
-            const char* job = std::getenv("SLURM_JOB_ID");
-            out += job && *job ? job : "nojob";
+        case 'j':
+            out += environment_or("SLURM_JOB_ID", "nojob");
             break;
-        }
+        case 's': // SLURM sets no step id in a batch script: that is the "batch" step
+            out += environment_or("SLURM_STEP_ID", in_slurm_job() ? "batch" : "nostep");
+            break;
+        case 't':
+            out += environment_or("SLURM_PROCID", "0");
+            break;
+        case 'a':
+            out += environment_or("SLURM_ARRAY_TASK_ID", "noarray");
+            break;
         case 'N':
             out += node_name();
             break;
@@ -40,6 +67,37 @@ std::string expand_output_name(const std::string& pattern) {
         }
     }
     return out;
+}
+
+std::string default_output_pattern(const std::string& prefix) {
+    const std::string stem = prefix.empty() ? "loaderlens" : "loaderlens-" + prefix;
+    return in_slurm_job() ? stem + "-%j.%s.%t-%N.db" : stem + "-%N-%p.db";
+}
+
+std::string numbered_name(const std::string& name, int n) {
+    const std::filesystem::path path(name);
+    const std::string extension = path.extension().string();
+    const std::string stem = name.substr(0, name.size() - extension.size());
+    return stem + "." + std::to_string(n) + extension;
+}
+
+CreatedRecorder create_recorder(const std::string& path, bool overwrite, bool no_clobber) {
+    CreatedRecorder created{nullptr, path, path};
+    if (overwrite || no_clobber) {
+        created.recorder = std::make_unique<Recorder>(path, overwrite);
+        return created;
+    }
+    // The Recorder creates its file with O_EXCL: two tasks that race for one name get two.
+    for (int n = 0;; ++n) {
+        created.path = n == 0 ? path : numbered_name(path, n);
+        if (n > 0 && exists(created.path)) continue;
+        try {
+            created.recorder = std::make_unique<Recorder>(created.path, false);
+            return created;
+        } catch (const RecorderError&) {
+            if (!exists(created.path) || n >= 9999) throw; // a problem other than "exists"
+        }
+    }
 }
 
 } // namespace loaderlens::cli

@@ -5,6 +5,7 @@
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/session.hpp"
 #include "output_name.hpp"
+#include "run_meta.hpp"
 #include "status_line.hpp"
 
 #include <cerrno>
@@ -15,9 +16,9 @@
 #include <filesystem>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,18 +111,6 @@ sigset_t handled_signals() {
     return set;
 }
 
-void write_host_meta(Recorder& recorder, const RecordingClock& clock) {
-    utsname uts{};
-    uname(&uts);
-    recorder.set_meta("tool_version", LOADERLENS_VERSION);
-    recorder.set_meta("host", node_name());
-    recorder.set_meta("kernel", uts.release);
-    recorder.set_meta("page_size", std::to_string(sysconf(_SC_PAGESIZE)));
-    recorder.set_meta("start_unix_ns", std::to_string(clock.start_unix_ns()));
-    recorder.set_meta("writer_pid", std::to_string(getpid()));
-    if (const char* job = std::getenv("SLURM_JOB_ID")) recorder.set_meta("slurm_job_id", job);
-}
-
 // Whether `path` is a file the residency tier can follow; the reason when it is not.
 std::optional<std::string> residency_file_problem(const std::string& path) {
     struct stat st {};
@@ -185,22 +174,6 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
     return true;
 }
 
-void write_run_meta(Recorder& recorder, const RecordingClock& clock,
-                    const SessionOptions& session_options, const RecordOptions& o) {
-    write_host_meta(recorder, clock);
-    recorder.set_meta("cpu_budget", std::to_string(session_options.cpu_budget));
-    recorder.set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
-    recorder.set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
-    recorder.set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));
-    recorder.set_meta("interval_cgroup_ms", std::to_string(session_options.cgroup_ms));
-    recorder.set_meta("interval_residency_ms", std::to_string(session_options.residency_ms));
-    const ResidencyOptions& residency = session_options.residency;
-    recorder.set_meta("residency_buckets", std::to_string(residency.buckets));
-    recorder.set_meta("residency_min_size_bytes", std::to_string(residency.min_size_bytes));
-    recorder.set_meta("residency_method", o.residency_method);
-    if (o.worker_match) recorder.set_meta("worker_match", *o.worker_match);
-}
-
 // The marker file the command appends to: the user's own (LOADERLENS_MARKERS already set), or
 // one we create next to the recording and remove at the end.
 struct MarkerFile {
@@ -226,12 +199,14 @@ struct LoopOutcome {
     std::optional<int> child_status;
     std::string stop_reason;
     bool write_failure_reported = false;
+    bool signal_noted = false;
 };
 
 // Samples until the command exits (launch) or the tree is gone or we are told to stop (attach),
 // forwarding signals to the command.
-LoopOutcome sampling_loop(Session& session, Recorder& recorder, int signal_fd, pid_t child,
-                          bool attach, const std::string& output, bool quiet) {
+LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingClock& clock,
+                          int signal_fd, pid_t child, bool attach, const std::string& output,
+                          bool quiet) {
     StatusLine status(!quiet && isatty(STDERR_FILENO), output);
     LoopOutcome outcome;
     bool stop = false;
@@ -252,9 +227,13 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, int signal_fd, p
             if (must_forward(info, child)) kill(child, sig);
             if (sig != SIGUSR1 && sig != SIGUSR2) {
                 outcome.stop_reason = strsignal(sig);
-                if (session.write_error().empty()) {
+                if (session.write_error().empty() && !outcome.signal_noted) {
                     try {
+                        // The first fatal signal and when: a recording cut later by SIGKILL
+                        // (KillWait after scancel) shows how long the command had to stop.
                         recorder.set_meta("signal_received", outcome.stop_reason);
+                        recorder.set_meta("signal_received_ms", std::to_string(clock.now_ms()));
+                        outcome.signal_noted = true;
                     } catch (const std::exception&) { // the next pump() reports the write error
                     }
                 }
@@ -286,29 +265,36 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, int signal_fd, p
 
 } // namespace
 
-int run_record(RecordOptions& o, const RecordHooks& hooks) {
+RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     const bool attach = o.pid.has_value();
     if (attach == !o.command.empty()) {
         print_error(attach ? "record: give either --pid or a command after --, not both"
                            : "record: nothing to record: give --pid PID or -- COMMAND [ARGS...]");
-        return exit_bad_input;
+        return {exit_bad_input, 0};
     }
     SessionOptions session_options;
-    if (!session_options_from(o, session_options)) return exit_bad_input;
+    if (!session_options_from(o, session_options)) return {exit_bad_input, 0};
     if (attach) {
         if (auto problem = attach_problem(*o.pid)) {
             print_error("--pid " + std::to_string(*o.pid) + ": " + *problem);
-            return exit_bad_input;
+            return {exit_bad_input, 0};
         }
     }
 
-    const std::string output = expand_output_name(o.output);
     std::unique_ptr<Recorder> recorder;
+    std::string output;
     try {
-        recorder = std::make_unique<Recorder>(output, o.force);
+        CreatedRecorder created = create_recorder(
+            expand_output_name(o.output.empty() ? default_output_pattern() : o.output), o.force,
+            o.no_clobber);
+        recorder = std::move(created.recorder);
+        output = created.path;
+        if (output != created.requested)
+            print_error(created.requested + " exists: recording to " + output +
+                        " instead (--force overwrites, --no-clobber refuses)");
     } catch (const RecorderError& e) {
         print_error(e.what());
-        return exit_bad_input;
+        return {exit_bad_input, 0};
     }
 
     sigset_t signals = handled_signals();
@@ -344,7 +330,7 @@ int run_record(RecordOptions& o, const RecordHooks& hooks) {
             markers->remove();
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
             if (hooks.after) hooks.after(output, false);
-            return exit_code_for_exec_errno(launched.exec_errno);
+            return {exit_code_for_exec_errno(launched.exec_errno), 0};
         }
         child = launched.pid;
         tracker.scan_root = getpid();
@@ -359,7 +345,7 @@ int run_record(RecordOptions& o, const RecordHooks& hooks) {
     Session session(session_options, tracker, *recorder, clock);
     session.start();
     LoopOutcome outcome =
-        sampling_loop(session, *recorder, signal_fd, child, attach, output, o.quiet);
+        sampling_loop(session, *recorder, clock, signal_fd, child, attach, output, o.quiet);
 
     const bool interrupted = attach ? !outcome.stop_reason.empty()
                                     : !outcome.stop_reason.empty() && outcome.child_status &&
@@ -386,14 +372,38 @@ int run_record(RecordOptions& o, const RecordHooks& hooks) {
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());
     if (hooks.after) hooks.after(output, written);
-    return outcome.child_status ? exit_code_for_wait_status(*outcome.child_status) : exit_ok;
+    if (!outcome.child_status) return {exit_ok, 0};
+    return {exit_code_for_wait_status(*outcome.child_status),
+            WIFSIGNALED(*outcome.child_status) ? WTERMSIG(*outcome.child_status) : 0};
+}
+
+int end_like_the_command(const RecordResult& result) {
+    if (result.killed_by == 0) return result.exit_code;
+    // Die of the same signal, after the recording is finished, so that SLURM (CANCELLED 0:15, not
+    // FAILED 15:0), shells (Ctrl-C stops a script) and `wait` see what they would have seen
+    // without the recorder. No core file of ours: a core belongs to the command.
+    std::fflush(nullptr);
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::signal(result.killed_by, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, result.killed_by);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(result.killed_by);
+    return result.exit_code; // a signal whose default is not to terminate
 }
 
 void add_recording_options(CLI::App* sub, RecordOptions& options) {
     sub->add_option("-o,--output", options.output,
-                    "Recording file; %j = SLURM job id, %N = node name, %p = recorder PID")
-        ->capture_default_str();
-    sub->add_flag("-f,--force", options.force, "Overwrite an existing recording");
+                    "Recording file; %j SLURM job id, %s step id, %t task id, %a array task id, "
+                    "%N node name, %p recorder PID, %% a % (default: " +
+                        default_output_pattern() + ")");
+    auto* force = sub->add_flag("-f,--force", options.force, "Overwrite an existing recording");
+    auto* no_clobber = sub->add_flag(
+        "--no-clobber", options.no_clobber,
+        "Refuse (exit 2) when the recording exists; by default the next free name is taken");
+    force->excludes(no_clobber);
     sub->add_option(
         "--interval", options.intervals,
         "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s residency=1s (the "
@@ -430,7 +440,7 @@ Runner add_record(CLI::App& app) {
     sub->add_option("command", options->command, "The command to run (after --)");
     sub->footer("Exit status: the command's (128+N if killed by signal N; 127 not found; 126 not "
                 "executable); 2 for bad input.");
-    return [options] { return run_record(*options); };
+    return [options] { return end_like_the_command(run_record(*options)); };
 }
 
 } // namespace loaderlens::cli

@@ -14,8 +14,8 @@
 namespace loaderlens::cli {
 
 struct RecordOptions {
-    std::string output = "loaderlens-%N-%p.db";
-    bool force = false;
+    std::string output; // empty: default_output_pattern()
+    bool force = false, no_clobber = false;
     std::optional<pid_t> pid;
     std::vector<std::string> command;
     std::vector<std::string> intervals;
@@ -44,7 +44,16 @@ struct RecordHooks {
 // --maps-min-size, the residency options, -q.
 void add_recording_options(CLI::App* sub, RecordOptions& options);
 
-// Records (launching o.command or attaching to o.pid); returns the exit code to use.
-int run_record(RecordOptions& o, const RecordHooks& hooks = {});
+struct RecordResult {
+    int exit_code = 0; // the command's status as a shell shows it (128+N if killed by N)
+    int killed_by = 0; // the signal that killed the command; 0 if it exited (or in attach mode)
+};
+
+// Records (launching o.command or attaching to o.pid).
+RecordResult run_record(RecordOptions& o, const RecordHooks& hooks = {});
+
+// Ends the way the command ended: dies of the signal that killed it (the recording is finished
+// by then), else returns the exit code to exit with.
+int end_like_the_command(const RecordResult& result);
 
 } // namespace loaderlens::cli

@@ -6,6 +6,7 @@
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
+#include "output_name.hpp"
 #include "record_command.hpp"
 
 #include <fcntl.h>
@@ -72,15 +73,15 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
         if (!events_path->empty()) ::unlink(events_path->c_str());
         if (written) written_to = output;
     };
-    const int code = run_record(record, hooks);
-    if (!written_to) return code;
+    const RecordResult result = run_record(record, hooks);
+    if (!written_to) return end_like_the_command(result);
     try {
         std::cout << render_report_text(build_report(Recording(*written_to)));
     } catch (const std::exception& e) {
         print_error(e.what());
-        return code == exit_ok ? exit_internal : code;
+        return result.exit_code == exit_ok ? exit_internal : result.exit_code;
     }
-    return code;
+    return end_like_the_command(result);
 }
 
 } // namespace
@@ -91,7 +92,7 @@ Runner add_replay(CLI::App& app) {
         RecordOptions record;
     };
     auto o = std::make_shared<Options>();
-    o->record.output = "loaderlens-replay-%N-%p.db";
+    o->record.output = default_output_pattern("replay");
     CLI::App* sub = app.add_subcommand(
         "replay", "Run the reference loader under the recorder, then print the report");
     add_loader_flags(sub, o->flags);

@@ -1,0 +1,18 @@
+// What a recording says about the run it records: host, kernel, settings, and the SLURM job,
+// step and task it ran in (with the memory SLURM granted), as meta rows.
+#pragma once
+
+#include "loaderlens/clock.hpp"
+#include "loaderlens/recorder.hpp"
+#include "loaderlens/session.hpp"
+#include "record_command.hpp"
+
+namespace loaderlens::cli {
+
+// The SLURM variables kept, each under its own name in lower case (slurm_job_id, ...).
+const std::vector<const char*>& slurm_variables();
+
+void write_run_meta(Recorder& recorder, const RecordingClock& clock,
+                    const SessionOptions& session_options, const RecordOptions& options);
+
+} // namespace loaderlens::cli
