@@ -97,6 +97,14 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             return std::nullopt;
         else if (field == 22 && !to_number(token, fields.start_ticks))
             return std::nullopt;
+        else if (field == 28)
+            to_number(token, fields.start_stack);
+        else if (field == 47)
+            to_number(token, fields.start_brk);
+        else if (field == 48)
+            to_number(token, fields.arg_start);
+        else if (field == 50)
+            to_number(token, fields.env_start);
         else if (field == 52)
             to_number(token, fields.exit_code);
         ++field;

@@ -5,18 +5,15 @@
 #include <algorithm>
 #include <charconv>
 #include <dirent.h>
+#include <set>
 #include <unistd.h>
 
 namespace loaderlens {
 
 namespace {
 
-// Processes PyTorch and multiprocessing start beside the workers: never counted as workers by
-// the default rule, even when they are children of main.
-const std::regex& helper_pattern() {
-    static const std::regex pattern("resource_tracker|semaphore_tracker|forkserver|"
-                                    "multiprocessing\\.managers|torch_shm_manager");
-    return pattern;
+AddressLayout layout_of(const StatFields& stat) {
+    return {stat.start_stack, stat.start_brk, stat.arg_start, stat.env_start};
 }
 
 std::optional<StatFields> read_stat(pid_t pid) {
@@ -37,8 +34,7 @@ std::string read_cmdline(pid_t pid) {
 }
 
 TreeTracker::TreeTracker(TrackerOptions options, const RecordingClock& clock)
-    : options_(std::move(options)), clock_(clock) {
-    if (options_.worker_match) worker_regex_.emplace(*options_.worker_match);
+    : options_(std::move(options)), clock_(clock), rule_(options_.main_pid, options_.worker_match) {
 }
 
 std::vector<TreeTracker::Listed> TreeTracker::list_proc() const {
@@ -56,31 +52,36 @@ std::vector<TreeTracker::Listed> TreeTracker::list_proc() const {
     return listed;
 }
 
-bool TreeTracker::is_worker(const ProcessInfo& info) const {
-    if (worker_regex_)
-        return std::regex_search(info.comm, *worker_regex_) ||
-               std::regex_search(info.cmdline, *worker_regex_);
-    if (info.comm == "pt_data_worker") return true;
-    return info.ppid == options_.main_pid && !std::regex_search(info.cmdline, helper_pattern());
+ProcessFacts TreeTracker::facts_of(const ProcessInfo& info) const {
+    ProcessFacts facts{info.key.pid, info.ppid, info.comm, info.cmdline, {}};
+    if (auto layout = layouts_.find(info.key.pid); layout != layouts_.end())
+        facts.layout = layout->second;
+    return facts;
+}
+
+std::optional<ProcessFacts> TreeTracker::facts_of(pid_t pid) const {
+    for (const auto& [key, info] : live_)
+        if (key.pid == pid) return facts_of(info);
+    // Main outside the tracked tree (the scan root itself, not tracked): read it as it is now.
+    if (pid != options_.main_pid) return std::nullopt;
+    auto stat = read_stat(pid);
+    if (!stat) return std::nullopt;
+    return ProcessFacts{pid, stat->ppid, stat->comm, read_cmdline(pid), layout_of(*stat)};
 }
 
 void TreeTracker::assign_role(ProcessInfo& info) {
-    if (info.key.pid == options_.main_pid) {
-        info.role = Role::main;
-    } else if (is_worker(info)) {
-        info.role = Role::worker;
+    info.role = rule_.role_of(facts_of(info), [this](pid_t pid) { return facts_of(pid); });
+    if (info.role == Role::worker) {
         auto [slot, generation] = slots_.acquire();
         info.slot = slot;
         info.generation = generation;
-    } else {
-        info.role = Role::helper;
     }
 }
 
 void TreeTracker::reassign_role(ProcessInfo& info) {
     if (info.role == Role::main) return;
-    const bool worker = is_worker(info);
-    if (worker == (info.role == Role::worker)) return;
+    const Role role = rule_.role_of(facts_of(info), [this](pid_t pid) { return facts_of(pid); });
+    if (role == info.role) return;
     if (info.role == Role::worker) { // caught before its exec: it was never a worker
         slots_.cancel(info.slot);
         info.slot = info.generation = -1;
@@ -133,13 +134,23 @@ TreeChanges TreeTracker::scan() {
             reaped_status_.erase(reaped);
         }
         if (info.role == Role::worker) slots_.release(info.slot);
+        layouts_.erase(key.pid);
         changes.exited.push_back(std::move(info));
         it = live_.erase(it);
     }
 
     // 3. Renames of live members: exec or prctl(PR_SET_NAME), e.g. pt_data_worker. A young
     //    process may still exec without changing comm (python -> python under spawn or
-    //    forkserver), so its command line is read again during its first seconds.
+    //    forkserver), so its command line and address layout are looked at again during its
+    //    first seconds. Every member's layout is updated first: the rule compares a child's
+    //    with its parent's.
+    std::set<pid_t> new_layout;
+    for (const auto& [key, info] : live_)
+        if (auto stat = fresh.find(key.pid); stat != fresh.end()) {
+            AddressLayout& layout = layouts_[key.pid];
+            if (layout != layout_of(stat->second)) new_layout.insert(key.pid);
+            layout = layout_of(stat->second);
+        }
     for (auto& [key, info] : live_) {
         auto stat = fresh.find(key.pid);
         if (stat == fresh.end()) continue;
@@ -147,7 +158,10 @@ TreeChanges TreeTracker::scan() {
         const bool young = now - info.birth_ms < young_ms;
         if (stat->second.comm == info.comm && !young) continue;
         std::string cmdline = read_cmdline(key.pid);
-        if (stat->second.comm == info.comm && cmdline == info.cmdline) continue;
+        if (stat->second.comm == info.comm && cmdline == info.cmdline) {
+            if (young && new_layout.contains(key.pid)) reassign_role(info); // exec, same argv
+            continue;
+        }
         info.comm = stat->second.comm;
         info.cmdline = std::move(cmdline);
         reassign_role(info);
@@ -191,6 +205,7 @@ TreeChanges TreeTracker::scan() {
         info.birth_ms = clock_.ticks_to_ms(stat.start_ticks);
         for (const auto& [key, other] : live_)
             if (key.pid == stat.ppid) info.parent_id = other.id;
+        layouts_[pid] = layout_of(stat);
         assign_role(info);
         live_.emplace(info.key, info);
         changes.born.push_back(std::move(info));

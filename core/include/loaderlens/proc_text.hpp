@@ -27,6 +27,10 @@ struct StatFields {
     pid_t ppid = 0;
     std::uint64_t start_ticks = 0;
     int exit_code = 0; // field 52: the wait status of a zombie (Linux >= 3.5)
+    // Where the address space's stack, heap, arguments and environment start (fields 28, 47, 48,
+    // 50). A child forked without exec has its parent's; an exec starts a new address space, which
+    // ASLR places elsewhere. All 0 without ptrace read access to the process.
+    std::uint64_t start_stack = 0, start_brk = 0, arg_start = 0, env_start = 0;
 };
 std::optional<StatFields> parse_stat(std::string_view text);
 

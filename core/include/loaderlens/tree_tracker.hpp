@@ -11,11 +11,11 @@
 
 #include "loaderlens/clock.hpp"
 #include "loaderlens/types.hpp"
+#include "loaderlens/worker_rule.hpp"
 #include "loaderlens/worker_slots.hpp"
 
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <sys/types.h>
 #include <unordered_map>
@@ -60,14 +60,16 @@ class TreeTracker {
     };
     // How long after birth a process's command line is re-read to catch an exec.
     static constexpr std::int64_t young_ms = 3000;
-    bool is_worker(const ProcessInfo& info) const;
+    std::optional<ProcessFacts> facts_of(pid_t pid) const;
+    ProcessFacts facts_of(const ProcessInfo& info) const;
     void assign_role(ProcessInfo& info);
     void reassign_role(ProcessInfo& info);
     std::vector<Listed> list_proc() const;
 
     TrackerOptions options_;
     const RecordingClock& clock_;
-    std::optional<std::regex> worker_regex_;
+    WorkerRule rule_;
+    std::unordered_map<pid_t, AddressLayout> layouts_; // of live members, read every tick
     std::unordered_map<pid_t, Known> known_;
     std::map<ProcessKey, ProcessInfo> live_;
     std::unordered_map<pid_t, int> reaped_status_;
