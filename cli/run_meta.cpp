@@ -1,5 +1,6 @@
 #include "run_meta.hpp"
 
+#include "loaderlens/exit_watcher.hpp"
 #include "output_name.hpp"
 
 #include <algorithm>
@@ -79,6 +80,9 @@ void write_run_meta(Recorder& recorder, const RecordingClock& clock,
     recorder.set_meta("residency_min_size_bytes", std::to_string(residency.min_size_bytes));
     recorder.set_meta("residency_method", o.residency_method);
     if (o.worker_match) recorder.set_meta("worker_match", *o.worker_match);
+    // How exit statuses of processes the recorder does not reap itself are known.
+    recorder.set_meta("exit_status_source",
+                      ExitWatcher::kernel_supports_pidfd_exit_info() ? "pidfd" : "zombie-or-wait");
 }
 
 } // namespace loaderlens::cli

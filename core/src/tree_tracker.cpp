@@ -34,8 +34,8 @@ std::string read_cmdline(pid_t pid) {
 }
 
 TreeTracker::TreeTracker(TrackerOptions options, const RecordingClock& clock)
-    : options_(std::move(options)), clock_(clock), rule_(options_.main_pid, options_.worker_match) {
-}
+    : options_(std::move(options)), clock_(clock), rule_(options_.main_pid, options_.worker_match),
+      exits_(options_.pidfd_exit_status) {}
 
 std::vector<TreeTracker::Listed> TreeTracker::list_proc() const {
     std::vector<Listed> listed;
@@ -128,7 +128,10 @@ TreeChanges TreeTracker::scan() {
         }
         ProcessInfo info = std::move(it->second);
         info.exit_ms = now;
-        if (zombie) info.exit_status = stat->second.exit_code;
+        // Best first: our own wait (the command, orphans), then the pidfd (reaped by another
+        // process, e.g. main reaping its workers), then a zombie's stat field 52.
+        if (auto watched = exits_.take_exit_status(key)) info.exit_status = watched;
+        if (zombie && !info.exit_status) info.exit_status = stat->second.exit_code;
         if (auto reaped = reaped_status_.find(key.pid); reaped != reaped_status_.end()) {
             info.exit_status = reaped->second;
             reaped_status_.erase(reaped);
@@ -206,6 +209,7 @@ TreeChanges TreeTracker::scan() {
         for (const auto& [key, other] : live_)
             if (key.pid == stat.ppid) info.parent_id = other.id;
         layouts_[pid] = layout_of(stat);
+        exits_.watch(info.key);
         assign_role(info);
         live_.emplace(info.key, info);
         changes.born.push_back(std::move(info));

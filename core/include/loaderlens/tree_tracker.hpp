@@ -10,6 +10,7 @@
 #pragma once
 
 #include "loaderlens/clock.hpp"
+#include "loaderlens/exit_watcher.hpp"
 #include "loaderlens/types.hpp"
 #include "loaderlens/worker_rule.hpp"
 #include "loaderlens/worker_slots.hpp"
@@ -28,6 +29,7 @@ struct TrackerOptions {
     bool track_scan_root = true;             // false when the scan root is the recorder itself
     pid_t main_pid = 0;                      // the process given the role `main`
     std::optional<std::string> worker_match; // ECMAScript regex on comm or cmdline
+    bool pidfd_exit_status = true;           // false forces the zombie/wait fallback
 };
 
 struct TreeChanges {
@@ -74,6 +76,7 @@ class TreeTracker {
     std::map<ProcessKey, ProcessInfo> live_;
     std::unordered_map<pid_t, int> reaped_status_;
     WorkerSlots slots_;
+    ExitWatcher exits_;
     std::int64_t next_id_ = 1;
 };
 
