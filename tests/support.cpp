@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <random>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -167,6 +168,34 @@ std::vector<std::string> workload(const std::string& file, int workers, long ano
             std::to_string(generations),
             "--hold-ms",
             std::to_string(hold_ms)};
+}
+
+ForkGuard::~ForkGuard() {
+    kill_and_reap();
+}
+
+int ForkGuard::kill_and_reap(int signal) {
+    if (reaped_ || pid_ <= 0) return -1;
+    ::kill(pid_, signal);
+    return reap();
+}
+
+int ForkGuard::reap() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    return status;
+}
+
+pid_t fork_paused() {
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;)
+            pause();
+    }
+    return pid;
 }
 
 std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,

@@ -4,6 +4,7 @@
 #include "loaderlens/tree_tracker.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -60,6 +61,29 @@ std::string workload_path();
 // The argv of the test workload over `file`.
 std::vector<std::string> workload(const std::string& file, int workers, long anon_mib,
                                   int generations = 1, long hold_ms = 60'000);
+
+// A process forked by the test itself: killed (SIGKILL) and reaped when the guard goes unless the
+// test reaped it, so that a failing check never leaves a paused child behind.
+class ForkGuard {
+  public:
+    explicit ForkGuard(pid_t pid) : pid_(pid) {}
+    ~ForkGuard();
+    ForkGuard(const ForkGuard&) = delete;
+    ForkGuard& operator=(const ForkGuard&) = delete;
+    pid_t pid() const { return pid_; }
+    // Sends `signal` unless already reaped, then reaps; returns the wait status (-1 if reaped
+    // before).
+    int kill_and_reap(int signal = SIGKILL);
+    // Waits for the exit the test caused; returns the wait status.
+    int reap();
+
+  private:
+    pid_t pid_;
+    bool reaped_ = false;
+};
+
+// Forks a child that waits in pause() until it is killed (and dies with the calling thread).
+pid_t fork_paused();
 
 // Tracks the tree below `root` (root included) until `expected` processes are live.
 std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,

@@ -1,4 +1,7 @@
-// The tracker against real process trees: grandchildren, births and exits, PID reuse.
+// The tracker against real process trees: grandchildren, births and exits, PID reuse. Every
+// child forked here is held by a ForkGuard: a failed check kills and reaps it, never leaves it
+// paused behind (the suite forks from the test process and looks at all of its children).
+#include "precondition.hpp"
 #include "support.hpp"
 
 #include <algorithm>
@@ -56,64 +59,49 @@ BOOST_AUTO_TEST_CASE(births_exits_and_exit_status) {
         TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
         clock);
     tracker.scan();
-    pid_t child = fork();
-    if (child == 0) {
-        pause();
-        _exit(0);
-    }
+    ForkGuard child(fork_paused());
     auto changes = tracker.scan();
     BOOST_REQUIRE_EQUAL(changes.born.size(), 1u);
-    BOOST_TEST(changes.born[0].key.pid == child);
+    BOOST_TEST(changes.born[0].key.pid == child.pid());
     BOOST_TEST(changes.born[0].role == Role::worker);
     BOOST_TEST(changes.born[0].slot == 0);
-    kill(child, SIGTERM);
+    kill(child.pid(), SIGTERM);
     // Once it is a zombie (not reaped: waitid with WNOWAIT), the tracker reads its exit code
     // from /proc/PID/stat.
     siginfo_t info{};
-    BOOST_REQUIRE(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) == 0);
+    BOOST_REQUIRE(waitid(P_PID, static_cast<id_t>(child.pid()), &info, WEXITED | WNOWAIT) == 0);
     changes = tracker.scan();
     BOOST_REQUIRE_EQUAL(changes.exited.size(), 1u);
     BOOST_REQUIRE(changes.exited[0].exit_status.has_value());
     BOOST_TEST(WIFSIGNALED(*changes.exited[0].exit_status));
     BOOST_TEST(WTERMSIG(*changes.exited[0].exit_status) == SIGTERM);
-    waitpid(child, nullptr, 0);
+    child.reap();
     BOOST_TEST(tracker.live().empty());
 }
 
-BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process) {
+BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process, *LOADERLENS_MAY_SKIP) {
     // Forces the kernel to hand out the same PID again through /proc/sys/kernel/ns_last_pid.
-    if (geteuid() != 0 || access("/proc/sys/kernel/ns_last_pid", W_OK) != 0) {
-        BOOST_TEST_MESSAGE("skipped: needs root to write /proc/sys/kernel/ns_last_pid");
+    if (!precondition(geteuid() == 0 && access("/proc/sys/kernel/ns_last_pid", W_OK) == 0,
+                      "needs root to write /proc/sys/kernel/ns_last_pid", InCi::must_have))
         return;
-    }
     RecordingClock clock;
     TreeTracker tracker(
         TrackerOptions{.scan_root = getpid(), .track_scan_root = false, .main_pid = getpid()},
         clock);
     for (int attempt = 0; attempt < 10; ++attempt) {
         tracker.scan();
-        pid_t first = fork();
-        if (first == 0) {
-            pause();
-            _exit(0);
-        }
+        ForkGuard first(fork_paused());
         auto born = tracker.scan().born;
         BOOST_REQUIRE_EQUAL(born.size(), 1u);
-        kill(first, SIGKILL);
-        waitpid(first, nullptr, 0);
+        first.kill_and_reap();
         std::this_thread::sleep_for(30ms); // start times have 10 ms resolution
         {
             std::ofstream last("/proc/sys/kernel/ns_last_pid");
-            last << first - 1;
+            last << first.pid() - 1;
         }
-        pid_t second = fork();
-        if (second == 0) {
-            pause();
-            _exit(0);
-        }
-        if (second != first) { // another process on the machine took it first: try again
-            kill(second, SIGKILL);
-            waitpid(second, nullptr, 0);
+        ForkGuard second(fork_paused());
+        if (second.pid() != first.pid()) { // another process took it first: try again
+            second.kill_and_reap();
             tracker.scan();
             continue;
         }
@@ -121,26 +109,23 @@ BOOST_AUTO_TEST_CASE(reused_pid_is_a_new_process) {
         BOOST_REQUIRE_EQUAL(changes.exited.size(), 1u);
         BOOST_REQUIRE_EQUAL(changes.born.size(), 1u);
         BOOST_TEST(changes.exited[0].id == born[0].id);
-        BOOST_TEST(changes.born[0].key.pid == first);
+        BOOST_TEST(changes.born[0].key.pid == first.pid());
         BOOST_TEST(changes.born[0].id != born[0].id);
         BOOST_TEST(changes.born[0].key.start_ticks != born[0].key.start_ticks);
-        kill(second, SIGKILL);
-        waitpid(second, nullptr, 0);
         return;
     }
     BOOST_FAIL("could not get the same PID twice in 10 attempts");
 }
 
-BOOST_AUTO_TEST_CASE(descendant_reusing_an_outsiders_pid_is_found) {
-    if (geteuid() != 0 || access("/proc/sys/kernel/ns_last_pid", W_OK) != 0) {
-        BOOST_TEST_MESSAGE("skipped: needs root to write /proc/sys/kernel/ns_last_pid");
+BOOST_AUTO_TEST_CASE(descendant_reusing_an_outsiders_pid_is_found, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(geteuid() == 0 && access("/proc/sys/kernel/ns_last_pid", W_OK) == 0,
+                      "needs root to write /proc/sys/kernel/ns_last_pid", InCi::must_have))
         return;
-    }
     // root forks a child each time a byte arrives on its pipe.
     int request[2];
     BOOST_REQUIRE(pipe(request) == 0);
-    pid_t root = fork();
-    if (root == 0) {
+    ForkGuard root(fork());
+    if (root.pid() == 0) {
         close(request[1]);
         char byte;
         while (read(request[0], &byte, 1) == 1)
@@ -153,32 +138,26 @@ BOOST_AUTO_TEST_CASE(descendant_reusing_an_outsiders_pid_is_found) {
     }
     close(request[0]);
     RecordingClock clock;
-    TreeTracker tracker(TrackerOptions{.scan_root = root, .main_pid = root}, clock);
+    TreeTracker tracker(TrackerOptions{.scan_root = root.pid(), .main_pid = root.pid()}, clock);
     bool done = false;
     for (int attempt = 0; attempt < 10 && !done; ++attempt) {
-        pid_t outsider = fork(); // our child, not root's: outside the tree
-        if (outsider == 0) {
-            pause();
-            _exit(0);
-        }
+        ForkGuard outsider(fork_paused()); // our child, not root's: outside the tree
         tracker.scan();
-        kill(outsider, SIGKILL);
-        waitpid(outsider, nullptr, 0);
+        outsider.kill_and_reap();
         std::this_thread::sleep_for(30ms);
         {
             std::ofstream last("/proc/sys/kernel/ns_last_pid");
-            last << outsider - 1;
+            last << outsider.pid() - 1;
         }
         BOOST_REQUIRE(write(request[1], "x", 1) == 1);
         std::this_thread::sleep_for(50ms);
         auto born = tracker.scan().born;
-        auto same =
-            std::find_if(born.begin(), born.end(), [&](auto& p) { return p.key.pid == outsider; });
+        auto same = std::find_if(born.begin(), born.end(),
+                                 [&](auto& p) { return p.key.pid == outsider.pid(); });
         done = same != born.end();
     }
     close(request[1]);
-    kill(root, SIGKILL);
-    waitpid(root, nullptr, 0);
+    root.kill_and_reap(); // its children die with it (PR_SET_PDEATHSIG)
     BOOST_TEST(done, "a child of root that took a recently freed outsider PID was not found");
 }
 
@@ -195,8 +174,9 @@ BOOST_AUTO_TEST_CASE(role_is_revised_after_an_exec_that_keeps_comm) {
     tracker.scan();
     int go[2];
     BOOST_REQUIRE(pipe(go) == 0);
-    pid_t child = fork();
-    if (child == 0) {
+    ForkGuard child(fork());
+    if (child.pid() == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         char byte;
         if (read(go[0], &byte, 1) != 1) _exit(1);
         execl(same_comm.c_str(), "loaderlens_tests", "-c", "sleep 5", "resource_tracker", nullptr);
@@ -210,22 +190,17 @@ BOOST_AUTO_TEST_CASE(role_is_revised_after_an_exec_that_keeps_comm) {
     for (int i = 0; i < 50 && !revised; ++i) {
         std::this_thread::sleep_for(20ms);
         for (const auto& p : tracker.scan().renamed)
-            revised = revised || (p.key.pid == child && p.role == Role::helper && p.slot == -1);
+            revised =
+                revised || (p.key.pid == child.pid() && p.role == Role::helper && p.slot == -1);
     }
     BOOST_TEST(revised);
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
+    child.kill_and_reap();
     close(go[0]);
     close(go[1]);
     // The slot it held was given back and its use undone: the next worker is slot 0, gen 0.
-    pid_t next = fork();
-    if (next == 0) {
-        pause();
-        _exit(0);
-    }
+    ForkGuard next(fork_paused());
     auto next_born = tracker.scan().born;
-    kill(next, SIGKILL);
-    waitpid(next, nullptr, 0);
+    next.kill_and_reap();
     BOOST_REQUIRE(!next_born.empty());
     BOOST_TEST(next_born.back().slot == 0);
     BOOST_TEST(next_born.back().generation == 0);
