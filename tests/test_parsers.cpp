@@ -1,4 +1,6 @@
-// Parsers against /proc texts captured on a real machine (tests/fixtures/), and edge cases.
+// Parsers against /proc texts captured on a real machine (tests/fixtures/), and edge cases; the
+// pure units next to them (AdaptiveInterval, WorkerSlots).
+#include "loaderlens/adaptive_interval.hpp"
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/samplers.hpp"
 #include "loaderlens/worker_slots.hpp"
@@ -30,22 +32,79 @@ std::int64_t naive_sum(const std::string& smaps, const std::string& field) {
 
 BOOST_AUTO_TEST_SUITE(parsers)
 
+// The captured texts' own figures, field by field (read off the fixture files).
 BOOST_AUTO_TEST_CASE(status_fields_with_tabs) {
     FastSample s;
     parse_status_memory(fixture("proc_status.txt"), s);
-    BOOST_TEST(s.rss.has_value());
-    BOOST_TEST(*s.rss == *s.rss_anon + *s.rss_file + *s.rss_shmem); // the kernel's own identity
-    BOOST_TEST(s.swap.value_or(-1) == 0);
+    BOOST_TEST(s.rss.value_or(-1) == 22276);      // VmRSS
+    BOOST_TEST(s.rss_anon.value_or(-1) == 15552); // RssAnon
+    BOOST_TEST(s.rss_file.value_or(-1) == 6724);  // RssFile
+    BOOST_TEST(s.rss_shmem.value_or(-1) == 0);    // RssShmem
+    BOOST_TEST(s.swap.value_or(-1) == 0);         // VmSwap
+    // A process with shared anonymous memory (shmem) and mlock()ed pages, captured the same way.
+    FastSample t;
+    parse_status_memory(fixture("proc_status_shmem.txt"), t);
+    BOOST_TEST(t.rss.value_or(-1) == 24284);
+    BOOST_TEST(t.rss_anon.value_or(-1) == 11260);
+    BOOST_TEST(t.rss_file.value_or(-1) == 6880);
+    BOOST_TEST(t.rss_shmem.value_or(-1) == 6144);
+    BOOST_TEST(t.swap.value_or(-1) == 0);
+    BOOST_TEST(*t.rss == *t.rss_anon + *t.rss_file + *t.rss_shmem); // the kernel's own identity
 }
 
 BOOST_AUTO_TEST_CASE(smaps_rollup_exact_names) {
     RollupSample r;
     parse_smaps_rollup(fixture("proc_smaps_rollup.txt"), r);
-    BOOST_REQUIRE(r.pss && r.pss_anon && r.pss_file && r.pss_shmem);
-    // "Pss" must not be confused with "Pss_Anon"/"Pss_Dirty": the split adds up to the whole.
-    BOOST_TEST(std::abs(*r.pss - (*r.pss_anon + *r.pss_file + *r.pss_shmem)) <= 3);
-    BOOST_TEST(*r.rss == *r.shared_clean + *r.shared_dirty + *r.private_clean + *r.private_dirty);
-    BOOST_TEST(r.uss().value() == *r.private_clean + *r.private_dirty);
+    BOOST_TEST(r.rss.value_or(-1) == 22276);
+    BOOST_TEST(r.pss.value_or(-1) == 21128); // not Pss_Dirty (15552) nor Pss_Anon
+    BOOST_TEST(r.pss_anon.value_or(-1) == 15552);
+    BOOST_TEST(r.pss_file.value_or(-1) == 5576);
+    BOOST_TEST(r.pss_shmem.value_or(-1) == 0);
+    BOOST_TEST(r.shared_clean.value_or(-1) == 1580);
+    BOOST_TEST(r.shared_dirty.value_or(-1) == 0);
+    BOOST_TEST(r.private_clean.value_or(-1) == 5144);
+    BOOST_TEST(r.private_dirty.value_or(-1) == 15552);
+    BOOST_TEST(r.swap.value_or(-1) == 0);
+    BOOST_TEST(r.swap_pss.value_or(-1) == 0);
+    BOOST_TEST(r.locked.value_or(-1) == 0);
+    BOOST_TEST(r.uss().value_or(-1) == 5144 + 15552);
+
+    RollupSample t;
+    parse_smaps_rollup(fixture("proc_smaps_rollup_shmem.txt"), t);
+    BOOST_TEST(t.rss.value_or(-1) == 24288);
+    BOOST_TEST(t.pss.value_or(-1) == 16637);
+    BOOST_TEST(t.pss_anon.value_or(-1) == 6114);
+    BOOST_TEST(t.pss_file.value_or(-1) == 4379);
+    BOOST_TEST(t.pss_shmem.value_or(-1) == 6144);
+    BOOST_TEST(t.shared_clean.value_or(-1) == 3844);
+    BOOST_TEST(t.shared_dirty.value_or(-1) == 10300);
+    BOOST_TEST(t.private_clean.value_or(-1) == 3036);
+    BOOST_TEST(t.private_dirty.value_or(-1) == 7108);
+    BOOST_TEST(t.locked.value_or(-1) == 512);
+    BOOST_TEST(t.uss().value_or(-1) == 3036 + 7108);
+
+    // No captured text has swap (this machine has none): every field a distinct value, so that
+    // a field read under another's name cannot pass.
+    RollupSample d;
+    parse_smaps_rollup("Rss: 1 kB\nPss: 2 kB\nPss_Dirty: 99 kB\nPss_Anon: 3 kB\nPss_File: 4 kB\n"
+                       "Pss_Shmem: 5 kB\nShared_Clean: 6 kB\nShared_Dirty: 7 kB\n"
+                       "Private_Clean: 8 kB\nPrivate_Dirty: 9 kB\nSwap: 10 kB\nSwapPss: 11 kB\n"
+                       "Locked: 12 kB\n",
+                       d);
+    const std::vector<Kib> got{d.rss,           d.pss,          d.pss_anon,     d.pss_file,
+                               d.pss_shmem,     d.shared_clean, d.shared_dirty, d.private_clean,
+                               d.private_dirty, d.swap,         d.swap_pss,     d.locked};
+    for (std::size_t i = 0; i < got.size(); ++i)
+        BOOST_TEST(got[i].value_or(-1) == static_cast<std::int64_t>(i + 1), "field " << i);
+    FastSample f;
+    parse_status_memory("VmHWM: 99 kB\nVmRSS: 1 kB\nRssAnon: 2 kB\nRssFile: 3 kB\n"
+                        "RssShmem: 4 kB\nVmSwap: 5 kB\nVmPTE: 98 kB\n",
+                        f);
+    BOOST_TEST(f.rss.value_or(-1) == 1);
+    BOOST_TEST(f.rss_anon.value_or(-1) == 2);
+    BOOST_TEST(f.rss_file.value_or(-1) == 3);
+    BOOST_TEST(f.rss_shmem.value_or(-1) == 4);
+    BOOST_TEST(f.swap.value_or(-1) == 5);
 }
 
 BOOST_AUTO_TEST_CASE(missing_field_is_unavailable_not_zero) {
@@ -70,38 +129,135 @@ BOOST_AUTO_TEST_CASE(stat_with_hostile_comm) {
     auto real = parse_stat(fixture("proc_stat.txt"));
     BOOST_REQUIRE(real);
     BOOST_TEST(real->comm == "python3");
+    BOOST_TEST(real->state == 'R');
+    BOOST_TEST(real->ppid == 4563);
+    BOOST_TEST(real->start_ticks == 78870u); // field 22
+    BOOST_TEST(real->exit_code == 0);        // field 52
 }
 
 BOOST_AUTO_TEST_CASE(statm) {
     auto fields = parse_statm(fixture("proc_statm.txt"));
     BOOST_REQUIRE(fields);
-    BOOST_TEST(fields->resident_pages >= fields->shared_pages);
+    BOOST_TEST(fields->size_pages == 6259);
+    BOOST_TEST(fields->resident_pages == 5569); // x 4 KiB = VmRSS 22276 of proc_status.txt
+    BOOST_TEST(fields->shared_pages == 1681);   // x 4 KiB = RssFile + RssShmem 6724
+    auto shmem = parse_statm(fixture("proc_statm_shmem.txt"));
+    BOOST_REQUIRE(shmem);
+    BOOST_TEST(shmem->size_pages == 6789);
+    BOOST_TEST(shmem->resident_pages == 6073);
+    BOOST_TEST(shmem->shared_pages == 3256);
     BOOST_TEST(!parse_statm("").has_value());
+    BOOST_TEST(!parse_statm("12 34").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(smaps_aggregation_keeps_totals) {
     const std::string text = fixture("proc_smaps.txt");
+    // The fixture's totals, summed field by field over its 126 mappings.
+    BOOST_TEST(naive_sum(text, "Rss") == 22276);
+    BOOST_TEST(naive_sum(text, "Pss") == 21124); // smaps rounds per mapping; the rollup says 21128
     for (std::int64_t threshold : {0, 1024}) {
         auto objects = aggregate_smaps(text, threshold);
-        std::int64_t rss = 0, pss = 0, priv = 0;
+        MappedObject sum;
         for (const auto& o : objects) {
-            rss += o.rss_kb;
-            pss += o.pss_kb;
-            priv += o.private_clean_kb + o.private_dirty_kb;
+            sum.size_kb += o.size_kb;
+            sum.rss_kb += o.rss_kb;
+            sum.pss_kb += o.pss_kb;
+            sum.shared_clean_kb += o.shared_clean_kb;
+            sum.shared_dirty_kb += o.shared_dirty_kb;
+            sum.private_clean_kb += o.private_clean_kb;
+            sum.private_dirty_kb += o.private_dirty_kb;
+            sum.swap_kb += o.swap_kb;
         }
-        BOOST_TEST(rss == naive_sum(text, "Rss"));
-        BOOST_TEST(pss == naive_sum(text, "Pss"));
-        BOOST_TEST(priv == naive_sum(text, "Private_Clean") + naive_sum(text, "Private_Dirty"));
+        BOOST_TEST_CONTEXT("threshold " << threshold) {
+            BOOST_TEST(sum.size_kb == 25040);
+            BOOST_TEST(sum.rss_kb == 22276);
+            BOOST_TEST(sum.pss_kb == 21124);
+            BOOST_TEST(sum.shared_clean_kb == 1580);
+            BOOST_TEST(sum.shared_dirty_kb == 0);
+            BOOST_TEST(sum.private_clean_kb == 5144);
+            BOOST_TEST(sum.private_dirty_kb == 15552);
+            BOOST_TEST(sum.swap_kb == 0);
+            // 24 files (by inode and path), heap, stack, anonymous, [vdso] and the like; at 1024
+            // KiB libc and libpython stay, the 22 others are one object.
+            BOOST_TEST(objects.size() == (threshold == 0 ? 28u : 7u));
+        }
     }
-    auto objects = aggregate_smaps(text, 0);
-    auto has = [&](MappingKind kind) {
-        return std::any_of(objects.begin(), objects.end(),
-                           [&](const auto& o) { return o.kind == kind; });
+    // Per object, from the fixture (each mapping's fields added up by hand).
+    auto objects = aggregate_smaps(text, 1024);
+    auto find = [&](MappingKind kind, const std::string& path) -> const MappedObject& {
+        auto it = std::find_if(objects.begin(), objects.end(),
+                               [&](const auto& o) { return o.kind == kind && o.path == path; });
+        BOOST_REQUIRE_MESSAGE(it != objects.end(), "no " << kind << " " << path);
+        return *it;
     };
-    BOOST_TEST(has(MappingKind::heap));
-    BOOST_TEST(has(MappingKind::stack));
-    BOOST_TEST(has(MappingKind::anon));
-    BOOST_TEST(has(MappingKind::file));
+    const auto& heap = find(MappingKind::heap, "");
+    BOOST_TEST(heap.size_kb == 1744);
+    BOOST_TEST(heap.rss_kb == 1676);
+    BOOST_TEST(heap.private_dirty_kb == 1676);
+    const auto& anon = find(MappingKind::anon, ""); // 8 unnamed mappings
+    BOOST_TEST(anon.size_kb == 13236);
+    BOOST_TEST(anon.rss_kb == 12320);
+    BOOST_TEST(anon.pss_kb == 12320);
+    const auto& stack = find(MappingKind::stack, "");
+    BOOST_TEST(stack.rss_kb == 48);
+    BOOST_TEST(stack.size_kb == 132);
+    const auto& other = find(MappingKind::other, ""); // [vvar], [vvar_vclock], [vdso], [vsyscall]
+    BOOST_TEST(other.size_kb == 36);
+    BOOST_TEST(other.rss_kb == 4);
+    BOOST_TEST(other.shared_clean_kb == 4);
+    const auto& libc = find(MappingKind::file, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    BOOST_TEST(libc.inode == 332835u);
+    BOOST_TEST(libc.size_kb == 1876);
+    BOOST_TEST(libc.rss_kb == 1336);
+    BOOST_TEST(libc.pss_kb == 412);
+    BOOST_TEST(libc.shared_clean_kb == 1256);
+    BOOST_TEST(libc.private_clean_kb == 56);
+    BOOST_TEST(libc.private_dirty_kb == 24);
+    const auto& python =
+        find(MappingKind::file, "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0");
+    BOOST_TEST(python.inode == 18834u);
+    BOOST_TEST(python.rss_kb == 5232);
+    BOOST_TEST(python.private_clean_kb == 3916);
+    BOOST_TEST(python.private_dirty_kb == 1316);
+    // The 22 files under 1024 KiB resident, folded into one object.
+    const auto& small = find(MappingKind::other, "(files under threshold)");
+    BOOST_TEST(small.rss_kb == 22276 - 1676 - 12320 - 48 - 4 - 1336 - 5232);
+    BOOST_TEST(small.rss_kb == 1660);
+    BOOST_TEST(small.pss_kb == 21124 - 1676 - 12320 - 48 - 0 - 412 - 5232);
+    // Largest first.
+    BOOST_TEST(objects.front().kind == MappingKind::anon);
+    BOOST_TEST(std::is_sorted(objects.begin(), objects.end(),
+                              [](const auto& a, const auto& b) { return a.rss_kb > b.rss_kb; }));
+}
+
+// Every kept smaps field a distinct value (the captured text has no swap and no shared dirty
+// pages), over two mappings of one file and an anonymous one: each lands in its own member.
+BOOST_AUTO_TEST_CASE(smaps_fields_land_in_their_own_members) {
+    const std::string mapping_fields = "Size: 1 kB\nKernelPageSize: 4 kB\nRss: 2 kB\nPss: 3 kB\n"
+                                       "Pss_Dirty: 90 kB\nShared_Clean: 4 kB\nShared_Dirty: 5 kB\n"
+                                       "Private_Clean: 6 kB\nPrivate_Dirty: 7 kB\n"
+                                       "Referenced: 91 kB\nSwap: 8 kB\nSwapPss: 92 kB\n"
+                                       "Locked: 93 kB\nVmFlags: rd mr mw me\n";
+    const std::string text =
+        "7f0000000000-7f0000001000 r--s 00000000 fe:00 4242   /data/with space.npy\n" +
+        mapping_fields +
+        "7f0000001000-7f0000002000 r--s 00001000 fe:00 4242   /data/with space.npy\n" +
+        mapping_fields + "7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n" + mapping_fields;
+    auto objects = aggregate_smaps(text, 0);
+    BOOST_REQUIRE_EQUAL(objects.size(), 2u);
+    const auto& file = objects[0].kind == MappingKind::file ? objects[0] : objects[1];
+    const auto& anon = objects[0].kind == MappingKind::file ? objects[1] : objects[0];
+    BOOST_TEST(file.path == "/data/with space.npy");
+    BOOST_TEST(file.inode == 4242u);
+    const std::vector<std::int64_t> got{
+        file.size_kb,         file.rss_kb,           file.pss_kb,           file.shared_clean_kb,
+        file.shared_dirty_kb, file.private_clean_kb, file.private_dirty_kb, file.swap_kb};
+    for (std::size_t i = 0; i < got.size(); ++i)
+        BOOST_TEST(got[i] == 2 * static_cast<std::int64_t>(i + 1), "file field " << i);
+    BOOST_TEST(anon.kind == MappingKind::anon);
+    BOOST_TEST(anon.swap_kb == 8);
+    BOOST_TEST(anon.shared_dirty_kb == 5);
+    BOOST_TEST(anon.rss_kb == 2);
 }
 
 BOOST_AUTO_TEST_CASE(mapping_kinds) {
@@ -114,6 +270,77 @@ BOOST_AUTO_TEST_CASE(mapping_kinds) {
     BOOST_TEST(classify_mapping("/dev/zero (deleted)") == MappingKind::shmem);
     BOOST_TEST(classify_mapping("/data/x.npy (deleted)") == MappingKind::deleted_file);
     BOOST_TEST(classify_mapping("/data/with space.npy") == MappingKind::file);
+}
+
+// AdaptiveInterval: a tier's interval is max(nominal, average cost / budget share), the average
+// a moving one (0.7 old, 0.3 new). Figures below computed by hand from that rule.
+BOOST_AUTO_TEST_CASE(adaptive_interval_stretches_under_the_budget) {
+    constexpr std::int64_t ms = 1'000'000;   // ns
+    AdaptiveInterval rollup(500, 0.05);      // 500 ms nominal, 5% of a core
+    BOOST_TEST(rollup.interval_ms() == 500); // nothing measured yet
+    rollup.observe_run(10 * ms);             // 10 ms per run needs 200 ms: nominal holds
+    BOOST_TEST(rollup.average_cpu_us() == 10'000.0);
+    BOOST_TEST(rollup.interval_ms() == 500);
+
+    AdaptiveInterval heavy(500, 0.05);
+    heavy.observe_run(100 * ms); // 100 ms per run at 5% of a core: one run every 2 s
+    BOOST_TEST(std::abs(heavy.interval_ms() - 2000) <= 1);
+    for (int i = 0; i < 10; ++i)
+        heavy.observe_run(100 * ms); // a lasting cost keeps it there
+    BOOST_TEST(std::abs(heavy.interval_ms() - 2000) <= 1);
+    // The stretched interval spends exactly the budget: cost / interval = 5%.
+    BOOST_TEST(std::abs(heavy.average_cpu_us() / 1000.0 / heavy.interval_ms() - 0.05) < 0.001);
+
+    // Costs fall to 1 ms per run: the average decays by 0.7 per run (70300, 49510, 34957,
+    // 24770 us) and the interval comes back to nominal at the fourth cheap run.
+    AdaptiveInterval falling(500, 0.05);
+    falling.observe_run(100 * ms);
+    const std::int64_t expected[] = {1406, 990, 699, 500, 500};
+    for (std::int64_t e : expected) {
+        falling.observe_run(1 * ms);
+        BOOST_TEST(std::abs(falling.interval_ms() - e) <= 1, falling.interval_ms() << " vs " << e);
+    }
+
+    // One expensive run among cheap ones stretches for a while, not for good: 1 ms runs, one of
+    // 200 ms (average 0.7 x 1000 + 0.3 x 200000 = 60700 us: 1214 ms), then 1 ms runs again.
+    AdaptiveInterval spike(500, 0.05);
+    for (int i = 0; i < 5; ++i)
+        spike.observe_run(1 * ms);
+    BOOST_TEST(spike.interval_ms() == 500);
+    spike.observe_run(200 * ms);
+    BOOST_TEST(std::abs(spike.interval_ms() - 1214) <= 1);
+    int runs_to_nominal = 0;
+    while (spike.interval_ms() > 500 && runs_to_nominal < 100) {
+        spike.observe_run(1 * ms);
+        ++runs_to_nominal;
+    }
+    BOOST_TEST(runs_to_nominal == 3); // 42790, 30253, 21477 us
+}
+
+BOOST_AUTO_TEST_CASE(adaptive_interval_bounds) {
+    constexpr std::int64_t ms = 1'000'000;
+    // Never below nominal, however cheap (or a clock that stepped back).
+    AdaptiveInterval cheap(100, 0.05);
+    cheap.observe_run(0);
+    BOOST_TEST(cheap.interval_ms() == 100);
+    cheap.observe_run(-5 * ms);
+    BOOST_TEST(cheap.interval_ms() == 100);
+    // No budget (0 or negative): the nominal interval whatever the cost.
+    for (double budget : {0.0, -0.1}) {
+        AdaptiveInterval unbudgeted(100, budget);
+        unbudgeted.observe_run(10'000 * ms);
+        BOOST_TEST(unbudgeted.interval_ms() == 100);
+    }
+    // No upper bound: the interval is cost / budget however large (a 1 s run at 1%: 100 s).
+    AdaptiveInterval costly(1000, 0.01);
+    costly.observe_run(1000 * ms);
+    BOOST_TEST(std::abs(costly.interval_ms() - 100'000) <= 1);
+    // Exactly at the budget: the nominal interval (25 ms per run at 5% needs 500 ms).
+    AdaptiveInterval at_budget(500, 0.05);
+    at_budget.observe_run(25 * ms);
+    BOOST_TEST(at_budget.interval_ms() == 500);
+    at_budget.observe_run(26 * ms); // 25.3 ms: 506 ms
+    BOOST_TEST(std::abs(at_budget.interval_ms() - 506) <= 1);
 }
 
 BOOST_AUTO_TEST_CASE(worker_slots_are_reused_lowest_first) {
