@@ -1,5 +1,6 @@
 // ResidencySampler over forked children that map a file and touch known pages: a process's present
-// pages of the file, per bucket of file offsets, with PAGEMAP_SCAN and with 8-byte pagemap entries.
+// pages of the file, per bucket of file offsets, with each way of reading the kernel forced: both
+// page-cache methods (cachestat, mincore) and both pagemap readers (PAGEMAP_SCAN, 8-byte entries).
 //
 // Known pages: after DONTNEED, a fault through a MADV_RANDOM mapping reads and maps exactly the
 // faulting page (order-0 folio, no readahead), and fault-around only maps pages already cached, so
@@ -223,31 +224,22 @@ void check_present(const Follower& f, const ResidencyFile& file, std::int64_t pr
     BOOST_TEST(row.buckets == buckets_of(file.layout, pages), tt::per_element());
 }
 
-// PAGEMAP_SCAN and the 8-byte entries give the same rows for the same (idle) processes: rows
-// matched by file (inode) and process.
-void check_both_pagemap_methods(const std::vector<ProcessInfo>& live) {
-    Follower scan, entries(ResidencyOptions{.allow_pagemap_scan = false});
-    scan.sample(live);
-    entries.sample(live);
-    BOOST_TEST(scan.sampler.pagemap_method() == "PAGEMAP_SCAN");
-    BOOST_TEST(entries.sampler.pagemap_method() == "pagemap");
-    auto keyed = [](const Follower& f) {
-        std::map<std::pair<std::uint64_t, std::int64_t>, MappedResidency> rows;
-        for (const MappedResidency& row : f.last.mapped)
+// Runs `check` once per way of reading the kernel (both page-cache methods, both pagemap readers,
+// each forced), each time with a Follower of its own that has sampled `live` once, after checking
+// that it used the methods this kernel offers for what was asked.
+void for_each_method(const std::vector<ProcessInfo>& live,
+                     const std::function<void(Follower&)>& check,
+                     const ResidencyOptions& base = {}) {
+    for (const Methods& m : all_methods()) {
+        BOOST_TEST_CONTEXT(m.name()) {
+            Follower f(m.options(base));
+            f.sample(live);
+            BOOST_TEST(f.sampler.pagemap_method() == expected_pagemap_method(m.pagemap_scan));
             for (const auto& [inode, file] : f.files)
-                if (file.id == row.file_id) rows[{inode, row.process_id}] = row;
-        return rows;
-    };
-    const auto a = keyed(scan), b = keyed(entries);
-    BOOST_TEST(a.size() == scan.last.mapped.size());
-    BOOST_REQUIRE_EQUAL(a.size(), b.size());
-    for (const auto& [key, row] : a) {
-        BOOST_TEST_CONTEXT("inode " << key.first << ", process " << key.second) {
-            BOOST_REQUIRE(b.contains(key));
-            const MappedResidency& other = b.at(key);
-            BOOST_TEST(row.present_pages == other.present_pages);
-            BOOST_TEST(row.mapped_pages == other.mapped_pages);
-            BOOST_TEST(row.buckets == other.buckets, tt::per_element());
+                if (file.method != CacheMethod::unavailable)
+                    BOOST_TEST(std::string(to_string(file.method)) ==
+                               to_string(expected_cache_method(m.cache)));
+            check(f);
         }
     }
 }
@@ -280,20 +272,19 @@ BOOST_AUTO_TEST_CASE(cold_file_random_advice_present_is_the_touched_pages) {
     for (std::int64_t p = 2000; p < 2600; p += 2) // 300 runs: more than one PAGEMAP_SCAN vector
         touched.insert(p);
     auto child = start_mapper({{.path = data.path, .length = bytes}}, touches_of(0, touched));
-    Follower f;
     const std::vector<ProcessInfo> live{process(7, child->pid())};
-    f.sample(live);
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    BOOST_TEST(file->layout.bucket_pages == 64);
-    BOOST_TEST(!file->requested);
-    BOOST_TEST(f.problems.empty());
-    check_present(f, *file, 7, touched, file_pages);
-    const CacheResidency* cache = f.cache(file->id);
-    BOOST_REQUIRE(cache);
-    BOOST_TEST(cache->totals.cached == static_cast<std::int64_t>(touched.size()));
-    BOOST_TEST(cache->buckets == buckets_of(file->layout, touched), tt::per_element());
-    check_both_pagemap_methods(live);
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        BOOST_TEST(file->layout.bucket_pages == 64);
+        BOOST_TEST(!file->requested);
+        BOOST_TEST(f.problems.empty());
+        check_present(f, *file, 7, touched, file_pages);
+        const CacheResidency* cache = f.cache(file->id);
+        BOOST_REQUIRE(cache);
+        BOOST_TEST(cache->totals.cached == static_cast<std::int64_t>(touched.size()));
+        BOOST_TEST(cache->buckets == buckets_of(file->layout, touched), tt::per_element());
+    });
 }
 
 BOOST_AUTO_TEST_CASE(warm_file_present_within_fault_around_and_folio_windows) {
@@ -325,30 +316,30 @@ BOOST_AUTO_TEST_CASE(warm_file_present_within_fault_around_and_folio_windows) {
             for (std::int64_t q = p / window * window; q < (p / window + 1) * window; ++q)
                 if (q < file_pages) bound.insert(q);
 
-    Follower f;
     const std::vector<ProcessInfo> live{process(1, child->pid())};
-    f.sample(live);
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    const auto rows = f.rows(file->id, 1);
-    BOOST_REQUIRE_EQUAL(rows.size(), 1u);
-    const MappedResidency& row = rows.front();
-    BOOST_TEST_MESSAGE("warm file: " << touched.size() << " pages touched, " << row.present_pages
-                                     << " present, bound " << bound.size());
-    BOOST_TEST(row.present_pages >= static_cast<std::int64_t>(touched.size()));
-    BOOST_TEST(row.present_pages <= static_cast<std::int64_t>(bound.size()));
-    BOOST_TEST(sum(row.buckets) == row.present_pages);
-    BOOST_TEST(row.mapped_pages == file_pages);
-    const BucketCounts least = buckets_of(file->layout, touched),
-                       most = buckets_of(file->layout, bound);
-    for (int b = 0; b < file->layout.count; ++b) {
-        const auto i = static_cast<std::size_t>(b);
-        BOOST_TEST_CONTEXT("bucket " << b) {
-            BOOST_TEST(row.buckets[i] >= least[i]);
-            BOOST_TEST(row.buckets[i] <= most[i]);
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        const auto rows = f.rows(file->id, 1);
+        BOOST_REQUIRE_EQUAL(rows.size(), 1u);
+        const MappedResidency& row = rows.front();
+        BOOST_TEST_MESSAGE("warm file: " << touched.size() << " pages touched, "
+                                         << row.present_pages << " present, bound "
+                                         << bound.size());
+        BOOST_TEST(row.present_pages >= static_cast<std::int64_t>(touched.size()));
+        BOOST_TEST(row.present_pages <= static_cast<std::int64_t>(bound.size()));
+        BOOST_TEST(sum(row.buckets) == row.present_pages);
+        BOOST_TEST(row.mapped_pages == file_pages);
+        const BucketCounts least = buckets_of(file->layout, touched),
+                           most = buckets_of(file->layout, bound);
+        for (int b = 0; b < file->layout.count; ++b) {
+            const auto i = static_cast<std::size_t>(b);
+            BOOST_TEST_CONTEXT("bucket " << b) {
+                BOOST_TEST(row.buckets[i] >= least[i]);
+                BOOST_TEST(row.buckets[i] <= most[i]);
+            }
         }
-    }
-    check_both_pagemap_methods(live);
+    });
 }
 
 BOOST_AUTO_TEST_CASE(two_children_each_see_their_own_pages) {
@@ -362,20 +353,19 @@ BOOST_AUTO_TEST_CASE(two_children_each_see_their_own_pages) {
     }
     auto a = start_mapper({{.path = data.path, .length = bytes}}, touches_of(0, first));
     auto b = start_mapper({{.path = data.path, .length = bytes}}, touches_of(0, second));
-    Follower f;
     const std::vector<ProcessInfo> live{process(1, a->pid()), process(2, b->pid())};
-    f.sample(live);
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    BOOST_TEST_CONTEXT("first child") {
-        check_present(f, *file, 1, first, file_pages);
-    }
-    BOOST_TEST_CONTEXT("second child") {
-        check_present(f, *file, 2, second, file_pages);
-    }
-    BOOST_REQUIRE(f.cache(file->id));
-    BOOST_TEST(f.cache(file->id)->totals.cached == 40);
-    check_both_pagemap_methods(live);
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        BOOST_TEST_CONTEXT("first child") {
+            check_present(f, *file, 1, first, file_pages);
+        }
+        BOOST_TEST_CONTEXT("second child") {
+            check_present(f, *file, 2, second, file_pages);
+        }
+        BOOST_REQUIRE(f.cache(file->id));
+        BOOST_TEST(f.cache(file->id)->totals.cached == 40);
+    });
 }
 
 BOOST_AUTO_TEST_CASE(a_file_mapped_twice_counts_each_page_once) {
@@ -389,12 +379,12 @@ BOOST_AUTO_TEST_CASE(a_file_mapped_twice_counts_each_page_once) {
     auto child = start_mapper({{.path = data.path, .length = half},
                                {.path = data.path, .offset = quarter, .length = half}},
                               touches);
-    Follower f;
-    f.sample({process(1, child->pid())});
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    check_present(f, *file, 1, {10, 5000, 6000, 6100, 10000}, 3 * file_pages / 4);
-    check_both_pagemap_methods({process(1, child->pid())});
+    const std::vector<ProcessInfo> live{process(1, child->pid())};
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        check_present(f, *file, 1, {10, 5000, 6000, 6100, 10000}, 3 * file_pages / 4);
+    });
 }
 
 BOOST_AUTO_TEST_CASE(a_private_copy_of_a_page_is_not_a_file_page) {
@@ -406,12 +396,12 @@ BOOST_AUTO_TEST_CASE(a_private_copy_of_a_page_is_not_a_file_page) {
                                 .prot = PROT_READ | PROT_WRITE,
                                 .flags = MAP_PRIVATE}},
                               {{0, 1}, {0, 2}, {0, 3}, {0, 2, true}});
-    Follower f;
-    f.sample({process(1, child->pid())});
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    check_present(f, *file, 1, {1, 3}, file_pages);
-    check_both_pagemap_methods({process(1, child->pid())});
+    const std::vector<ProcessInfo> live{process(1, child->pid())};
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        check_present(f, *file, 1, {1, 3}, file_pages);
+    });
 }
 
 BOOST_AUTO_TEST_CASE(a_mapping_at_a_file_offset_counts_in_the_file_buckets) {
@@ -428,41 +418,48 @@ BOOST_AUTO_TEST_CASE(a_mapping_at_a_file_offset_counts_in_the_file_buckets) {
                                 .offset = static_cast<std::uint64_t>(tail * page_size()),
                                 .length = eight_mib}},
                               touches);
-    Follower f;
-    f.sample({process(1, child->pid())});
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    // Buckets of 64 pages: 80, 80, 81, 95, 111 and 255.
-    check_present(f, *file, 1, {5120, 5183, 5184, 6120, 7167, 16383}, 2048 + 1024);
-    check_both_pagemap_methods({process(1, child->pid())});
+    const std::vector<ProcessInfo> live{process(1, child->pid())};
+    for_each_method(live, [&](Follower& f) {
+        const ResidencyFile* file = f.file(data.path);
+        BOOST_REQUIRE(file);
+        // Buckets of 64 pages: 80, 80, 81, 95, 111 and 255.
+        check_present(f, *file, 1, {5120, 5183, 5184, 6120, 7167, 16383}, 2048 + 1024);
+    });
 }
 
 BOOST_AUTO_TEST_CASE(after_munmap_one_zero_row_then_none) {
     DataFile data;
-    auto child = start_mapper(
-        {{.path = data.path, .length = static_cast<std::uint64_t>(file_pages * page_size())}},
-        touches_of(0, {5, 500, 5000}));
-    Follower f;
-    const std::vector<ProcessInfo> live{process(3, child->pid())};
-    f.sample(live);
-    const ResidencyFile* file = f.file(data.path);
-    BOOST_REQUIRE(file);
-    check_present(f, *file, 3, {5, 500, 5000}, file_pages);
+    for (const Methods& m : all_methods()) {
+        BOOST_TEST_CONTEXT(m.name()) {
+            auto child =
+                start_mapper({{.path = data.path,
+                               .length = static_cast<std::uint64_t>(file_pages * page_size())}},
+                             touches_of(0, {5, 500, 5000}));
+            Follower f(m.options());
+            const std::vector<ProcessInfo> live{process(3, child->pid())};
+            f.sample(live);
+            const ResidencyFile* file = f.file(data.path);
+            BOOST_REQUIRE(file);
+            check_present(f, *file, 3, {5, 500, 5000}, file_pages);
 
-    child->send("unmap 0");
-    BOOST_REQUIRE_EQUAL(child->receive(), "done");
-    f.sample(live);
-    const auto rows = f.rows(file->id, 3);
-    BOOST_REQUIRE_EQUAL(rows.size(), 1u);
-    BOOST_TEST(rows[0].present_pages == 0);
-    BOOST_TEST(rows[0].mapped_pages == 0);
-    BOOST_TEST(rows[0].buckets == BucketCounts(static_cast<std::size_t>(file->layout.count), 0),
-               tt::per_element());
-    BOOST_TEST(f.cache(file->id) != nullptr); // the page cache is still followed
+            child->send("unmap 0");
+            BOOST_REQUIRE_EQUAL(child->receive(), "done");
+            f.sample(live);
+            const auto rows = f.rows(file->id, 3);
+            BOOST_REQUIRE_EQUAL(rows.size(), 1u);
+            BOOST_TEST(rows[0].present_pages == 0);
+            BOOST_TEST(rows[0].mapped_pages == 0);
+            BOOST_TEST(rows[0].buckets ==
+                           BucketCounts(static_cast<std::size_t>(file->layout.count), 0),
+                       tt::per_element());
+            BOOST_TEST(f.cache(file->id) != nullptr); // the page cache is still followed
 
-    f.sample(live);
-    BOOST_TEST(f.rows(file->id, 3).size() == 0u);
-    BOOST_TEST(f.problems.empty());
+            f.sample(live);
+            BOOST_TEST(f.rows(file->id, 3).size() == 0u);
+            BOOST_TEST(f.problems.empty());
+            BOOST_TEST(f.sampler.pagemap_method() == expected_pagemap_method(m.pagemap_scan));
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(which_files_are_followed) {
@@ -480,31 +477,33 @@ BOOST_AUTO_TEST_CASE(which_files_are_followed) {
          {.path = small, .length = 512 << 10},
          {.path = code, .length = 4 << 20, .prot = PROT_READ | PROT_EXEC, .flags = MAP_PRIVATE}},
         {{0, 1}, {1, 1}, {2, 1}});
-    Follower f(ResidencyOptions{.files = {asked, missing}});
-    f.sample({process(1, child->pid())});
-    BOOST_TEST(f.problems.empty());
-    BOOST_TEST(f.file(small) == nullptr);
-    BOOST_TEST(f.file(code) == nullptr);
-    const ResidencyFile* followed = f.file(data);
-    BOOST_REQUIRE(followed);
-    BOOST_TEST(!followed->requested);
-    BOOST_TEST(f.rows(followed->id, 1).size() == 1u);
-    const ResidencyFile* requested = f.file(asked);
-    BOOST_REQUIRE(requested);
-    BOOST_TEST(requested->requested);
-    BOOST_TEST(std::string(to_string(requested->method)) == "cachestat");
-    BOOST_TEST(f.rows(requested->id, 1).empty());
-    BOOST_REQUIRE(f.cache(requested->id));
-    BOOST_TEST(f.cache(requested->id)->totals.cached == 0);
-    BOOST_TEST(f.cache(requested->id)->buckets.size() ==
-               static_cast<std::size_t>(requested->layout.count));
-    const ResidencyFile* gone = nullptr;
-    for (const auto& [inode, file] : f.files)
-        if (file.path == missing) gone = &file;
-    BOOST_REQUIRE(gone);
-    BOOST_TEST(std::string(to_string(gone->method)) == "unavailable");
-    BOOST_TEST(gone->unavailable_reason.starts_with("cannot open " + missing),
-               "reason: " << gone->unavailable_reason);
+    const std::vector<ProcessInfo> live{process(1, child->pid())};
+    const auto check = [&](Follower& f) {
+        BOOST_TEST(f.problems.empty());
+        BOOST_TEST(f.file(small) == nullptr);
+        BOOST_TEST(f.file(code) == nullptr);
+        const ResidencyFile* followed = f.file(data);
+        BOOST_REQUIRE(followed);
+        BOOST_TEST(!followed->requested);
+        BOOST_TEST(f.rows(followed->id, 1).size() == 1u);
+        const ResidencyFile* requested = f.file(asked);
+        BOOST_REQUIRE(requested);
+        BOOST_TEST(requested->requested);
+        BOOST_TEST(f.rows(requested->id, 1).empty());
+        BOOST_REQUIRE(f.cache(requested->id));
+        BOOST_TEST(f.cache(requested->id)->totals.cached == 0);
+        BOOST_TEST(f.cache(requested->id)->buckets.size() ==
+                   static_cast<std::size_t>(requested->layout.count));
+        const ResidencyFile* gone = nullptr;
+        for (const auto& [inode, file] : f.files)
+            if (file.path == missing) gone = &file;
+        BOOST_REQUIRE(gone);
+        BOOST_TEST(std::string(to_string(gone->method)) == "unavailable");
+        BOOST_TEST(gone->unavailable_reason.starts_with("cannot open " + missing),
+                   "reason: " << gone->unavailable_reason);
+    };
+    // (for_each_method checks the method of every file read: the requested one included.)
+    for_each_method(live, check, ResidencyOptions{.files = {asked, missing}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

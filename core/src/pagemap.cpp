@@ -121,9 +121,14 @@ bool PagemapReader::for_each_present(
     if (fd_ < 0) return false;
     error_ = 0;
     if (method_ == PagemapMethod::scan_ioctl) {
-        if (scan(start, end, on_run, !shared_mapping)) return true;
-        // Kernels before 6.7 do not know the ioctl: read the entries from then on.
-        if (error_ != ENOTTY && error_ != EINVAL && error_ != EOPNOTSUPP) return false;
+        bool reported = false;
+        if (scan(start, end, on_run, !shared_mapping, reported)) return true;
+        // The process is gone (nothing to read either way), or the ioctl failed after some runs
+        // were reported (reading the entries would report them twice).
+        if (error_ == ESRCH || error_ == ENOENT || reported) return false;
+        // Refused: kernels before 6.7 do not know the ioctl (ENOTTY), a seccomp filter or an LSM
+        // may refuse it (EPERM, EACCES, ENOSYS), a kernel may reject an argument (EINVAL). The
+        // 8-byte entries answer the same question: read them from then on.
         method_ = PagemapMethod::read_entries;
         error_ = 0;
     }
@@ -132,7 +137,7 @@ bool PagemapReader::for_each_present(
 
 bool PagemapReader::scan(std::uint64_t start, std::uint64_t end,
                          const std::function<void(std::uint64_t, std::uint64_t)>& on_run,
-                         bool file_check) {
+                         bool file_check, bool& reported) {
     const std::uint64_t categories = page_is_present | (file_check ? page_is_file : 0);
     PageRegion regions[256];
     while (start < end) {
@@ -151,6 +156,7 @@ bool PagemapReader::scan(std::uint64_t start, std::uint64_t end,
         }
         for (int i = 0; i < found; ++i)
             on_run(regions[i].start, regions[i].end);
+        reported = reported || found > 0;
         // walk_end says where the kernel stopped: the end, or where the vector filled up.
         if (arg.walk_end <= start) break;
         start = arg.walk_end;

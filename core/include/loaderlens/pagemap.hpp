@@ -33,7 +33,9 @@ const char* to_string(PagemapMethod method);
 
 class PagemapReader {
   public:
-    // Opens /proc/PID/pagemap; see error(). `allow_scan` false forces the 8-byte entry reads.
+    // Opens /proc/PID/pagemap; see error(). `allow_scan` false forces the 8-byte entry reads (what
+    // kernels before 6.7 give); with it true, the first refusal of PAGEMAP_SCAN (unknown to the
+    // kernel, refused by a seccomp filter) switches to them for good, and method() says so.
     explicit PagemapReader(pid_t pid, bool allow_scan = true);
     ~PagemapReader();
     PagemapReader(PagemapReader&& other) noexcept;
@@ -57,7 +59,8 @@ class PagemapReader {
 
   private:
     bool scan(std::uint64_t start, std::uint64_t end,
-              const std::function<void(std::uint64_t, std::uint64_t)>& on_run, bool file_check);
+              const std::function<void(std::uint64_t, std::uint64_t)>& on_run, bool file_check,
+              bool& reported);
     bool read_entries(std::uint64_t start, std::uint64_t end,
                       const std::function<void(std::uint64_t, std::uint64_t)>& on_run);
 
