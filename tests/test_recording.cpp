@@ -1,5 +1,8 @@
-// Recorder and reader: round trip, unavailable values, and files that are not (whole) recordings.
+// Recorder and reader: round trip, unavailable values, and files that are not (whole) recordings;
+// the marker file that feeds the recording its markers.
+#include "loaderlens/clock.hpp"
 #include "loaderlens/export.hpp"
+#include "loaderlens/marker_tail.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
@@ -158,6 +161,101 @@ BOOST_AUTO_TEST_CASE(rejects_what_is_not_a_recording) {
     std::filesystem::copy_file(whole, dir.file("cut.db"));
     std::filesystem::resize_file(dir.file("cut.db"), size / 2);
     expect_error(dir.file("cut.db"), "damaged or truncated");
+}
+
+// MarkerTail (the LOADERLENS_MARKERS file): what a program writes becomes markers exactly once.
+// The contract: every complete line becomes one marker; an incomplete last line waits for its
+// newline; a file that became shorter than what was read was rewritten (a program that opened it
+// with "w", or `: > file`), and is read again from its start, its pending partial line dropped.
+// Known limit: a rewrite that reaches the old length before the next poll cannot be told from
+// an append by the size alone (see rewritten_in_place_loses_no_marker for what that costs).
+namespace {
+struct MarkerFile {
+    TempDir dir;
+    std::string path = dir.file("markers");
+    // Boot time 1 s before now: the clock reads ~1000 ms, a stamp at start+250 ms reads 250.
+    std::int64_t start_boot_ns = boottime_ns() - 1'000'000'000;
+    RecordingClock clock{start_boot_ns, 0};
+    MarkerTail tail{path};
+
+    void write(const std::string& text, std::ios::openmode mode = std::ios::app) {
+        std::ofstream out(path, std::ios::binary | mode);
+        out << text;
+    }
+    std::vector<std::string> poll() {
+        std::vector<std::string> texts;
+        for (const auto& m : tail.poll(clock))
+            texts.push_back(m.text);
+        return texts;
+    }
+};
+using Texts = std::vector<std::string>;
+std::string joined(const Texts& texts) {
+    std::string out = "[";
+    for (const auto& t : texts)
+        out += (out.size() > 1 ? ", \"" : "\"") + t + "\"";
+    return out + "]";
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(marker_line_written_in_two_parts_is_one_marker) {
+    MarkerFile f;
+    BOOST_TEST(f.poll().empty()); // no file yet
+    f.write("epoch");
+    BOOST_TEST(f.poll().empty()); // no newline: not a marker yet
+    f.write(" 1\n");
+    BOOST_TEST(f.poll() == Texts{"epoch 1"});
+    BOOST_TEST(f.poll().empty()); // read once
+    // A stamped line cut inside its stamp: one marker, at the stamped time.
+    const std::string stamp = std::to_string(f.start_boot_ns + 250'000'000);
+    f.write("@" + stamp.substr(0, 5));
+    BOOST_TEST(f.poll().empty());
+    f.write(stamp.substr(5) + " epoch 2\r\n\nepoch 3\nepo");
+    auto markers = f.tail.poll(f.clock);
+    BOOST_REQUIRE_EQUAL(markers.size(), 2u); // the empty line is no marker
+    BOOST_TEST(markers[0].text == "epoch 2");
+    BOOST_TEST(markers[0].t_ms == 250);
+    BOOST_TEST(markers[0].source == "env-file");
+    BOOST_TEST(markers[1].text == "epoch 3");
+    BOOST_TEST(std::abs(markers[1].t_ms - 1000) <= 100); // unstamped: when it was read
+    f.write("ch 4\n");
+    BOOST_TEST(f.poll() == Texts{"epoch 4"});
+}
+
+BOOST_AUTO_TEST_CASE(truncated_marker_file_is_read_from_its_new_start) {
+    MarkerFile f;
+    f.write("epoch 0\nepoch 1\nepo");
+    BOOST_TEST(f.poll() == (Texts{"epoch 0", "epoch 1"}));
+    // Rewritten shorter ("w" mode): its lines are new, the pending "epo" belonged to the old text.
+    f.write("x\n", std::ios::trunc);
+    BOOST_TEST(f.poll() == Texts{"x"});
+    f.write("epoch 2\n");
+    BOOST_TEST(f.poll() == Texts{"epoch 2"}); // nothing of the old or the rewritten text again
+    // Emptied, then written after the poll saw it empty.
+    f.write("", std::ios::trunc);
+    BOOST_TEST(f.poll().empty());
+    f.write("epoch 3\n");
+    BOOST_TEST(f.poll() == Texts{"epoch 3"});
+}
+
+// PRODUCT BUG (core/src/marker_tail.cpp, MarkerTail::poll): a program that writes each marker
+// with open(path, "w") -- a plain mistake for "a" -- rewrites the file between two polls with a
+// line as long as or longer than the last: the size never shrinks, so poll() reads on from its
+// old offset and the new line is lost (same length) or cut to its last bytes (longer). Every
+// marker after the first is lost. The file's inode is the same and its mtime may not move (a
+// coarse clock tick); what tells the rewrite is that the bytes before the offset changed: keep
+// the last line read (or a hash of what was read), pread the same range on each poll, and start
+// over when it differs.
+BOOST_AUTO_TEST_CASE(rewritten_in_place_loses_no_marker) {
+    MarkerFile f;
+    f.write("epoch 0\n", std::ios::trunc);
+    BOOST_TEST(f.poll() == Texts{"epoch 0"});
+    f.write("epoch 1\n", std::ios::trunc); // same length
+    Texts got = f.poll();
+    BOOST_TEST(got == Texts{"epoch 1"}, "got " << joined(got));
+    f.write("epoch 10\n", std::ios::trunc); // longer
+    got = f.poll();
+    BOOST_TEST(got == Texts{"epoch 10"}, "got " << joined(got));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
