@@ -150,9 +150,12 @@ TreeChanges TreeTracker::scan() {
     std::set<pid_t> new_layout;
     for (const auto& [key, info] : live_)
         if (auto stat = fresh.find(key.pid); stat != fresh.end()) {
+            // All zeros: exiting (its memory is gone) or unreadable: keep what was known.
+            const AddressLayout now_layout = layout_of(stat->second);
+            if (!now_layout.readable()) continue;
             AddressLayout& layout = layouts_[key.pid];
-            if (layout != layout_of(stat->second)) new_layout.insert(key.pid);
-            layout = layout_of(stat->second);
+            if (layout != now_layout) new_layout.insert(key.pid);
+            layout = now_layout;
         }
     for (auto& [key, info] : live_) {
         auto stat = fresh.find(key.pid);
@@ -161,6 +164,9 @@ TreeChanges TreeTracker::scan() {
         const bool young = now - info.birth_ms < young_ms;
         if (stat->second.comm == info.comm && !young) continue;
         std::string cmdline = read_cmdline(key.pid);
+        // An exiting process has released its memory: no command line, a zero layout. That is
+        // no exec, and must not turn a worker into a helper in its last tick.
+        if (cmdline.empty()) continue;
         if (stat->second.comm == info.comm && cmdline == info.cmdline) {
             if (young && new_layout.contains(key.pid)) reassign_role(info); // exec, same argv
             continue;

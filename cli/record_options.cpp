@@ -1,0 +1,157 @@
+#include "record_options.hpp"
+
+#include "output_name.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <sys/stat.h>
+
+namespace loaderlens::cli {
+
+namespace {
+
+// A tier interval: at least 1 ms (and at most a day, see parse_duration_us).
+std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
+    auto us = parse_duration_us(text);
+    if (!us || *us < 1000) return std::nullopt;
+    return *us / 1000;
+}
+
+bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& options) {
+    for (const std::string& spec : specs) {
+        std::size_t eq = spec.find('=');
+        auto ms = eq == std::string::npos ? std::nullopt : parse_duration_ms(spec.substr(eq + 1));
+        std::string tier = spec.substr(0, eq);
+        std::int64_t* target = tier == "fast"        ? &options.fast_ms
+                               : tier == "rollup"    ? &options.rollup_ms
+                               : tier == "maps"      ? &options.maps_ms
+                               : tier == "cgroup"    ? &options.cgroup_ms
+                               : tier == "residency" ? &options.residency_ms
+                                                     : nullptr;
+        if (!target || !ms) {
+            print_error("--interval " + spec +
+                        ": expected TIER=DURATION with TIER one of fast, "
+                        "rollup, maps, cgroup, residency and DURATION like 100ms or 2s");
+            return false;
+        }
+        *target = *ms;
+    }
+    return true;
+}
+
+std::optional<double> parse_budget(const std::string& text) {
+    try {
+        std::size_t used = 0;
+        double value = std::stod(text, &used);
+        if (text.substr(used) == "%")
+            value /= 100;
+        else if (used != text.size())
+            return std::nullopt;
+        if (!std::isfinite(value) || value <= 0 || value > 1) return std::nullopt;
+        return value;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+// Whether `path` is a file the residency tier can follow; the reason when it is not.
+std::optional<std::string> residency_file_problem(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    return std::nullopt;
+}
+
+bool residency_options_from(const RecordOptions& o, ResidencyOptions& residency) {
+    if (o.residency_buckets < 1 || o.residency_buckets > 65536) {
+        print_error("--residency-buckets " + std::to_string(o.residency_buckets) +
+                    ": expected a count from 1 to 65536");
+        return false;
+    }
+    residency.buckets = o.residency_buckets;
+    auto min_size = parse_size(o.residency_min_size);
+    if (!min_size) {
+        print_error("--residency-min-size " + o.residency_min_size +
+                    ": expected a size like 1MiB, 64KiB or 4096");
+        return false;
+    }
+    residency.min_size_bytes = *min_size;
+    for (const std::string& file : o.residency_files) {
+        if (auto problem = residency_file_problem(file)) {
+            print_error("--file " + file + ": " + *problem);
+            return false;
+        }
+        // Absolute, so the recording names it wherever it is read.
+        residency.files.push_back(std::filesystem::absolute(file).lexically_normal().string());
+    }
+    if (o.residency_method != "cachestat" && o.residency_method != "mincore") {
+        print_error("--residency-method " + o.residency_method +
+                    ": expected cachestat (falls back to mincore) or mincore");
+        return false;
+    }
+    residency.cache_method =
+        o.residency_method == "mincore" ? CacheMethod::mincore : CacheMethod::cachestat;
+    return true;
+}
+
+} // namespace
+
+bool session_options_from(const RecordOptions& o, SessionOptions& session_options) {
+    if (!apply_intervals(o.intervals, session_options)) return false;
+    auto budget = parse_budget(o.cpu_budget);
+    if (!budget) {
+        print_error("--cpu-budget " + o.cpu_budget +
+                    ": expected a share of one core like 5% or 0.05");
+        return false;
+    }
+    session_options.cpu_budget = *budget;
+    session_options.maps_min_file_kb = o.maps_min_kb;
+    if (!residency_options_from(o, session_options.residency)) return false;
+    if (o.worker_match) {
+        try {
+            std::regex check(*o.worker_match);
+        } catch (const std::regex_error& e) {
+            print_error("--worker-match " + *o.worker_match + ": not a valid regular expression");
+            return false;
+        }
+    }
+    return true;
+}
+
+void add_recording_options(CLI::App* sub, RecordOptions& options) {
+    sub->add_option("-o,--output", options.output,
+                    "Recording file; %j SLURM job id, %s step id, %t task id, %a array task id, "
+                    "%N node name, %p recorder PID, %% a % (default: " +
+                        default_output_pattern() + ")");
+    auto* force = sub->add_flag("-f,--force", options.force, "Overwrite an existing recording");
+    auto* no_clobber = sub->add_flag(
+        "--no-clobber", options.no_clobber,
+        "Refuse (exit 2) when the recording exists; by default the next free name is taken");
+    force->excludes(no_clobber);
+    sub->add_option(
+        "--interval", options.intervals,
+        "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s residency=1s (the "
+        "defaults)");
+    sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
+        ->capture_default_str();
+    sub->add_option("--maps-min-size", options.maps_min_kb,
+                    "Files with less resident (KiB) are summed into one 'other' row per process")
+        ->capture_default_str();
+    sub->add_option("--residency-buckets", options.residency_buckets,
+                    "Residency: buckets along each file (heatmap rows)")
+        ->capture_default_str();
+    sub->add_option("--residency-min-size", options.residency_min_size,
+                    "Residency: follow mapped files at least this big")
+        ->capture_default_str();
+    sub->add_option("--file", options.residency_files,
+                    "Residency: also follow this file, mapped or not (repeatable)");
+    sub->add_option("--residency-method", options.residency_method,
+                    "Residency: cachestat (falls back to mincore on kernels before 6.5) or mincore")
+        ->capture_default_str();
+    sub->add_flag("-q,--quiet", options.quiet, "No status line and no closing message");
+}
+
+} // namespace loaderlens::cli
