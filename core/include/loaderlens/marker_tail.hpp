@@ -8,6 +8,7 @@
 #include "loaderlens/types.hpp"
 
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace loaderlens {
@@ -19,9 +20,17 @@ class MarkerTail {
     const std::string& path() const { return path_; }
 
   private:
+    // Whether the file was rewritten since the last poll: replaced (another inode), truncated,
+    // or rewritten in place (open(path, "w")) to the same or a greater length, which the size
+    // alone cannot tell: the last bytes read are then no longer where they were.
+    bool rewritten(const struct stat& st, int fd) const;
+
     std::string path_;
     long long offset_ = 0;
     std::string partial_;
+    std::string last_read_; // the last bytes before offset_ (up to 64)
+    ino_t inode_ = 0;
+    timespec mtime_{};
 };
 
 } // namespace loaderlens
