@@ -2,14 +2,40 @@
 
 #include "loaderlens/proc_text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <sstream>
+#include <string_view>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <vector>
 
 namespace loaderlens {
+
+// The kernel writes a space, tab, newline or backslash in a mountinfo path as \040, \011, \012,
+// \134 (fields are separated by spaces): each field is split off first, then decoded.
+std::vector<std::string> mountinfo_fields(std::string_view line) {
+    auto octal = [](char c) { return c >= '0' && c <= '7'; };
+    std::vector<std::string> fields;
+    std::istringstream words{std::string(line)};
+    std::string word;
+    while (words >> word) {
+        std::string field;
+        for (std::size_t i = 0; i < word.size(); ++i) {
+            if (word[i] == '\\' && i + 3 < word.size() && octal(word[i + 1]) &&
+                octal(word[i + 2]) && octal(word[i + 3])) {
+                field += static_cast<char>((word[i + 1] - '0') * 64 + (word[i + 2] - '0') * 8 +
+                                           (word[i + 3] - '0'));
+                i += 3;
+            } else {
+                field += word[i];
+            }
+        }
+        fields.push_back(std::move(field));
+    }
+    return fields;
+}
 
 namespace {
 
@@ -25,14 +51,11 @@ std::vector<Mount> cgroup_mounts() {
     std::string line;
     while (std::getline(lines, line)) {
         // id parent major:minor root point options [optional...] - fstype source super_options
-        std::istringstream words(line);
-        std::string id, parent, dev, root, point, options, word;
-        words >> id >> parent >> dev >> root >> point >> options;
-        while (words >> word && word != "-") {
-        }
-        Mount mount{root, point, "", ""};
-        std::string source;
-        words >> mount.fstype >> source >> mount.super_options;
+        const auto f = mountinfo_fields(line);
+        if (f.size() < 6) continue;
+        const auto dash = std::find(f.begin() + 6, f.end(), "-");
+        if (f.end() - dash < 4) continue;
+        Mount mount{f[3], f[4], dash[1], dash[3]};
         if (mount.fstype == "cgroup" || mount.fstype == "cgroup2") mounts.push_back(mount);
     }
     return mounts;

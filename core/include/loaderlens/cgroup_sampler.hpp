@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace loaderlens {
 
@@ -27,5 +29,8 @@ CgroupSample read_cgroup(const CgroupLocation& location);
 
 // /proc/meminfo and statvfs("/dev/shm").
 SystemSample read_system();
+
+// The space-separated fields of one /proc/PID/mountinfo line, octal escapes (\040) decoded.
+std::vector<std::string> mountinfo_fields(std::string_view line);
 
 } // namespace loaderlens
