@@ -1,12 +1,450 @@
 // Damaged and cut recordings, and the reader's checks: what `report` says of a recording whose
 // recorder was killed, whose -wal file was lost, or whose meta holds text where a number belongs.
+#include "loaderlens/cgroup_sampler.hpp"
+#include "loaderlens/recorder.hpp"
+#include "loaderlens/recording.hpp"
+#include "loaderlens/sqlite.hpp"
+#include "precondition.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string python = "/usr/bin/python3";
+
+// As the report prints a time.
+std::string secs(std::int64_t ms) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000.0);
+    return text;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
+}
+
+json report_json(const std::string& path) {
+    const auto r = run({cli_path(), "report", "--json", path});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+}
+
+// Polls the recording being written until `ready` holds for it (it may not open at first).
+template <typename Ready> bool wait_for(const std::string& path, Ready ready) {
+    for (auto end = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < end;
+         std::this_thread::sleep_for(100ms)) {
+        try {
+            if (ready(Recording(path))) return true;
+        } catch (const RecordingError&) {
+        }
+    }
+    return false;
+}
+
+// `loaderlens record -o out -- command`, killed with SIGKILL once it has sampled for a while; with
+// `term_first`, a SIGTERM reaches the recorder first (the command ignores it, as a job that is
+// slow to stop) and is noted in the recording before the kill. The command is killed too.
+void record_and_kill(const std::string& out, const std::vector<std::string>& command,
+                     bool term_first) {
+    std::vector<std::string> argv{cli_path(), "record", "-q", "-o", out, "--"};
+    argv.insert(argv.end(), command.begin(), command.end());
+    Child recorder(argv);
+    BOOST_REQUIRE(wait_for(out, [](const Recording& r) { return r.last_sample_ms() >= 800; }));
+    if (term_first) {
+        kill(recorder.pid(), SIGTERM);
+        BOOST_REQUIRE(wait_for(out, [](const Recording& r) {
+            return !r.meta("signal_received").empty() && !r.meta("signal_received_ms").empty();
+        }));
+        std::this_thread::sleep_for(600ms); // samples go on after the signal
+    }
+    // Still being written: not cut, and its duration is its last sample so far.
+    const auto live = run({cli_path(), "report", out});
+    BOOST_TEST(live.exit_code == 0);
+    BOOST_TEST(live.out.find("Recording still being written by loaderlens PID " +
+                             std::to_string(recorder.pid()) + " on this host") !=
+               std::string::npos);
+    BOOST_TEST(live.out.find("Recording cut") == std::string::npos);
+    const json live_report = report_json(out);
+    BOOST_TEST(live_report["cut"].is_null());
+    BOOST_TEST(live_report["being_written"].get<bool>());
+    BOOST_TEST(live_report["duration_ms"].get<std::int64_t>() >= 800);
+
+    kill(recorder.pid(), SIGKILL);
+    BOOST_REQUIRE(recorder.wait(5s));
+    kill(-recorder.pid(), SIGKILL); // the command and its children: still in the recorder's group
+}
+
+// What `report` says of a cut recording: the second line, the header, the JSON.
+void check_cut(const std::string& out, const std::string& signal_text, const json& signal,
+               const json& signal_ms) {
+    const std::int64_t last = Recording(out).last_sample_ms();
+    BOOST_TEST(last >= 800);
+    const auto text = run({cli_path(), "report", out});
+    BOOST_TEST(text.exit_code == 0);
+    const auto lines = lines_of(text.out);
+    BOOST_REQUIRE(lines.size() > 2u);
+    BOOST_TEST(lines[1] ==
+               "Recording cut: the recorder stopped without finishing; last sample at " +
+                   secs(last) + "; " + signal_text);
+    BOOST_TEST(lines[3].find(secs(last) + " recorded, NOT FINISHED (cut") != std::string::npos);
+    const json report = report_json(out);
+    BOOST_TEST(report["finished"] == false);
+    BOOST_TEST(report["being_written"] == false);
+    BOOST_TEST(report["duration_ms"] == last);
+    const json cut{{"last_sample_ms", last}, {"signal", signal}, {"signal_ms", signal_ms}};
+    BOOST_TEST(report["cut"] == cut);
+}
+
+// Copies `from` (and those of its -wal and -shm named in `suffixes`) into `dir`.
+std::string copy_recording(const std::string& from, const fs::path& dir,
+                           const std::vector<std::string>& suffixes) {
+    fs::create_directories(dir);
+    const std::string to = (dir / fs::path(from).filename()).string();
+    fs::copy_file(from, to);
+    for (const auto& suffix : suffixes)
+        fs::copy_file(from + suffix, to + suffix);
+    return to;
+}
+
+bool wal_mode_header(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char header[20] = {};
+    in.read(header, sizeof header);
+    return in && header[18] == 2 && header[19] == 2;
+}
+
+// Runs one SQL statement on the file with python3's sqlite3 (not ours); returns its row count.
+std::string python_sql(const std::string& path, const std::string& statement,
+                       const std::vector<std::string>& values = {}) {
+    std::vector<std::string> argv{python, "-c",
+                                  "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n"
+                                  "print(c.execute(sys.argv[2], sys.argv[3:]).rowcount)\n"
+                                  "c.commit()\n",
+                                  path, statement};
+    argv.insert(argv.end(), values.begin(), values.end());
+    const auto r = run(argv);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+}
+
+} // namespace
 
 BOOST_AUTO_TEST_SUITE(recording_integrity)
+
+BOOST_AUTO_TEST_CASE(recorder_killed_outright_is_reported_cut) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    record_and_kill(out, {"sleep", "30"}, false);
+    check_cut(out,
+              "no signal came first (killed outright, e.g. SIGKILL from SLURM's OverMemoryKill or "
+              "the OOM killer)",
+              nullptr, nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(recorder_killed_after_a_sigterm_is_reported_cut_with_the_signal) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    record_and_kill(out, {"sh", "-c", "trap '' TERM; sleep 30"}, true);
+    const auto signal_ms = Recording(out).meta_number("signal_received_ms");
+    BOOST_REQUIRE(signal_ms.has_value());
+    BOOST_TEST(*signal_ms < Recording(out).last_sample_ms());
+    check_cut(out, "Terminated received at " + secs(*signal_ms), "Terminated", *signal_ms);
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_without_its_wal) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    record_and_kill(out, {"sleep", "30"}, false);
+    const std::int64_t last = Recording(out).last_sample_ms();
+
+    // Copied alone: its data (here all of it: no checkpoint yet) is in the -wal left behind.
+    const std::string alone = copy_recording(out, dir.path() / "alone", {});
+    BOOST_REQUIRE(wal_mode_header(alone));
+    const auto refused = run({cli_path(), "report", alone});
+    BOOST_TEST(refused.exit_code == 2);
+    BOOST_TEST(refused.out.empty());
+    BOOST_TEST(refused.err == "loaderlens: " + alone + ": the recording's data is in " + alone +
+                                  "-wal, which is missing: copy run.db-wal (and run.db-shm) "
+                                  "along with run.db\n");
+    BOOST_TEST(run({cli_path(), "report", "--json", alone}).exit_code == 2);
+    BOOST_TEST(!fs::exists(alone + "-wal")); // the reader made no empty one to hide the loss
+
+    // Copied with its -wal but not the -shm: all there, and nothing created beside it.
+    const std::string with_wal = copy_recording(out, dir.path() / "with_wal", {"-wal"});
+    const json report = report_json(with_wal);
+    BOOST_TEST(report["duration_ms"].get<std::int64_t>() == last);
+    BOOST_TEST(report["missing_wal"].is_null());
+    BOOST_TEST(report["processes"].size() == 1u);
+    BOOST_TEST(!fs::exists(with_wal + "-shm"));
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_with_its_wal_in_a_read_only_directory, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(getuid() == 0, "needs root to read as another user (nobody)",
+                      InCi::must_have) ||
+        !precondition(fs::exists("/usr/bin/setpriv"), "needs setpriv (util-linux)",
+                      InCi::must_have))
+        return;
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    record_and_kill(out, {"sleep", "30"}, false);
+    const std::int64_t last = Recording(out).last_sample_ms();
+
+    // A directory that the reader (nobody) may not write to, holding FILE and FILE-wal.
+    fs::permissions(dir.path(), fs::perms(0755));
+    const fs::path shelf = dir.path() / "shelf";
+    const std::string copy = copy_recording(out, shelf, {"-wal"});
+    fs::permissions(shelf, fs::perms(0555));
+    fs::permissions(copy, fs::perms(0444));
+    fs::permissions(copy + "-wal", fs::perms(0444));
+    const auto js = run({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                         cli_path(), "report", "--json", copy});
+    fs::permissions(shelf, fs::perms(0755)); // so that TempDir can go
+    BOOST_REQUIRE_MESSAGE(js.exit_code == 0, js.err);
+    const json report = json::parse(js.out);
+    BOOST_TEST(report["duration_ms"].get<std::int64_t>() == last);
+    BOOST_TEST(report["cut"]["last_sample_ms"].get<std::int64_t>() == last);
+    BOOST_TEST(!fs::exists(copy + "-shm"));
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_without_its_wal_that_has_data_is_reported_with_a_warning) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    BOOST_REQUIRE(run({cli_path(), "record", "-q", "-o", out, "--", "sleep", "0.5"}).exit_code ==
+                  0);
+    // What a killed recorder leaves after SQLite checkpointed part of its WAL: the main file in
+    // WAL mode with data, and newer rows (here one marker) only in FILE-wal.
+    const auto writer =
+        run({python, "-c",
+             "import os, sqlite3, sys\n"
+             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+             "c.execute('PRAGMA journal_mode=WAL')\n"
+             "c.execute(\"INSERT INTO markers VALUES(100, 'test', 'in the wal')\")\n"
+             "os._exit(0)\n",
+             out});
+    BOOST_REQUIRE_MESSAGE(writer.exit_code == 0, writer.err);
+    BOOST_REQUIRE(fs::exists(out + "-wal"));
+    const std::string alone = copy_recording(out, dir.path() / "alone", {});
+
+    const auto text = run({cli_path(), "report", alone});
+    BOOST_REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+    const auto lines = lines_of(text.out);
+    BOOST_REQUIRE(lines.size() > 2u);
+    BOOST_TEST(lines[1] == "Warning: " + alone +
+                               "-wal is missing: the newest data of this recording may be in it; "
+                               "copy run.db-wal (and run.db-shm) along with run.db");
+    BOOST_TEST(text.out.find("in the wal") == std::string::npos);
+    const json report = report_json(alone);
+    BOOST_TEST(report["missing_wal"].get<std::string>() == alone + "-wal");
+    BOOST_TEST(report["markers"].size() == 0u);
+    BOOST_TEST(report["cut"].is_null()); // the main file holds the recorder's end
+
+    // The original, with its -wal, has the marker and no warning.
+    const auto whole = run({cli_path(), "report", out});
+    BOOST_TEST(whole.out.find("in the wal") != std::string::npos);
+    BOOST_TEST(whole.out.find("Warning:") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_recorder_closed_without_finishing_leaves_no_lost_wal_behind) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    {
+        Recorder recorder(out, false);
+        recorder.set_meta("start_unix_ns", "0");
+        recorder.commit();
+    } // an error path: no finish()
+    BOOST_TEST(!fs::exists(out + "-wal"));
+    BOOST_TEST(!wal_mode_header(out));
+    Recording recording(out);
+    BOOST_TEST(recording.missing_wal().empty());
+}
+
+BOOST_AUTO_TEST_CASE(meta_that_is_not_a_number_is_bad_input) {
+    TempDir dir;
+    const std::string data = dir.file("d.npy"), base = dir.file("base.db");
+    BOOST_REQUIRE(
+        run({cli_path(), "mkdata", "npy", data, "--count", "256", "--shape", "64", "--dtype", "f4"})
+            .exit_code == 0);
+    const auto replay =
+        run({cli_path(), "replay", data, "--workers", "1", "--epochs", "1", "-q", "-o", base});
+    BOOST_REQUIRE_MESSAGE(replay.exit_code == 0, replay.err);
+    BOOST_REQUIRE(!Recording(base).meta("loader.data_file_cached_pages_before").empty());
+    BOOST_REQUIRE(run({cli_path(), "report", base}).exit_code == 0);
+
+    const std::vector<std::pair<std::string, std::string>> damage{
+        {"end_ms", "twelve"},
+        {"start_unix_ns", "12x"},
+        {"interval_fast_ms", ""},
+        {"interval_residency_ms", "1e3"},
+        {"loader.data_file_cached_pages_before", "n/a"},
+        {"writer_pid", "pid 12"},
+        {"signal_received_ms", "soon"}};
+    int n = 0;
+    for (const auto& [key, value] : damage) {
+        BOOST_TEST_CONTEXT(key) {
+            const std::string file = dir.file("damaged" + std::to_string(n++) + ".db");
+            fs::copy_file(base, file);
+            python_sql(file, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", {key, value});
+            for (const bool as_json : {false, true}) {
+                std::vector<std::string> argv{cli_path(), "report", file};
+                if (as_json) argv.insert(argv.begin() + 2, "--json");
+                const auto r = run(argv);
+                BOOST_TEST(r.exit_code == 2);
+                BOOST_TEST(r.out.empty());
+                BOOST_TEST(r.err == "loaderlens: " + file + ": meta " + key + " holds \"" + value +
+                                        "\" where a number belongs (damaged recording?)\n");
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(an_exit_whose_status_was_not_seen_says_so) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    BOOST_REQUIRE(run({cli_path(), "record", "-q", "-o", out, "--", "sh", "-c",
+                       "/bin/sleep 0.4 & wait; /bin/sleep 0.5"})
+                      .exit_code == 0);
+    // The first sleep's status as if it had exited between two scans, not our child: unseen.
+    BOOST_REQUIRE(python_sql(out, "UPDATE processes SET exit_status=NULL WHERE id=(SELECT min(id) "
+                                  "FROM processes WHERE role!='main' AND exit_ms IS NOT NULL)") ==
+                  "1\n");
+
+    const auto text = run({cli_path(), "report", out});
+    BOOST_REQUIRE(text.exit_code == 0);
+    int not_seen = 0, exit_0 = 0;
+    for (const auto& line : lines_of(text.out)) {
+        not_seen += line.ends_with(" sleep [exit not seen]");
+        exit_0 += line.ends_with(" [exit 0]");
+        BOOST_TEST(!line.ends_with("[exited]"));
+    }
+    BOOST_TEST(not_seen == 1);
+    BOOST_TEST(exit_0 == 2); // main and the second sleep
+    BOOST_TEST(text.out.find("Recording cut") == std::string::npos);
+
+    const json report = report_json(out);
+    BOOST_TEST(report["cut"].is_null());
+    BOOST_TEST(report["being_written"] == false);
+    std::map<std::string, int> ends; // "end" and exit_code of the processes
+    for (const auto& p : report["processes"]) {
+        ++ends[p["end"].get<std::string>() + " " + p["exit_code"].dump()];
+        if (p["end"] == "exit_not_seen")
+            BOOST_TEST((p["exit_signal"].is_null() && p["exit_status"].is_null() &&
+                        p["exit_ms"].is_number()));
+    }
+    BOOST_TEST((ends == std::map<std::string, int>{{"exit 0", 2}, {"exit_not_seen null", 1}}));
+}
+
+BOOST_AUTO_TEST_CASE(bind_checks_sqlite_return_codes) {
+    TempDir dir;
+    sql::Database db(dir.file("bind.db"), sql::open_read_write | sql::open_create);
+    auto q = db.prepare("SELECT ?1, ?2");
+    BOOST_CHECK_NO_THROW(q.bind(1, std::int64_t{7}).bind(2, std::string("x")));
+    BOOST_CHECK_THROW(q.bind(3, std::int64_t{1}), sql::Error);
+    BOOST_CHECK_THROW(q.bind(0, std::int64_t{1}), sql::Error);
+    BOOST_CHECK_THROW(q.bind(3, 1.5), sql::Error);
+    BOOST_CHECK_THROW(q.bind(3, std::string("x")), sql::Error);
+    BOOST_CHECK_THROW(q.bind(3, Kib(5)), sql::Error);
+    BOOST_CHECK_THROW(q.bind(3, Kib()), sql::Error);
+    BOOST_CHECK_THROW(q.bind_null(-1), sql::Error);
+    const char bytes[] = "blob";
+    BOOST_CHECK_THROW(q.bind_blob(3, bytes, sizeof bytes), sql::Error);
+    try {
+        q.bind(3, std::int64_t{1});
+    } catch (const sql::Error& e) {
+        BOOST_TEST(std::string(e.what()).find("bind parameter 3 of \"SELECT ?1, ?2\"") == 0u);
+    }
+    // The bindings that were accepted are there.
+    BOOST_REQUIRE(q.step());
+    BOOST_TEST(q.int64(0) == 7);
+    BOOST_TEST(q.text(1) == "x");
+}
+
+BOOST_AUTO_TEST_CASE(mountinfo_paths_are_decoded) {
+    // Captured from /proc/self/mountinfo here, with a cgroup2 hierarchy mounted for it at a path
+    // holding a space, a tab, a newline and a backslash; the v1 memory line's root made the one a
+    // job whose cgroup path has a space would show.
+    const std::string captured =
+        "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+        "34 30 0:31 /slurm/uid_0/job\\0407 /sys/fs/cgroup/memory rw,relatime - cgroup cgroup "
+        "rw,memory\n"
+        "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+        "41 26 0:37 / /tmp/mi/data\\040set\\011v2\\012new\\134x rw,relatime - cgroup2 none rw\n";
+    std::vector<std::vector<std::string>> fields;
+    for (const auto& line : lines_of(captured))
+        fields.push_back(mountinfo_fields(line));
+    BOOST_REQUIRE(fields.size() == 4u);
+    BOOST_TEST(fields[3].size() == 10u);
+    BOOST_TEST(fields[3][4] == "/tmp/mi/data set\tv2\nnew\\x");
+    BOOST_TEST(fields[3][7] == "cgroup2");
+    BOOST_TEST(fields[1][3] == "/slurm/uid_0/job 7");
+    BOOST_TEST(fields[1][4] == "/sys/fs/cgroup/memory");
+    BOOST_TEST(fields[1][9] == "rw,memory");
+    BOOST_TEST(fields[2][4] == "/sys/fs/cgroup/unified");
+    // Not an escape: left as it is.
+    const std::vector<std::string> kept{"a\\08", "b\\1", "c\\"};
+    BOOST_TEST(mountinfo_fields("a\\08 b\\1 c\\") == kept, boost::test_tools::per_element());
+}
+
+// Role, slot and generation of each process, in id order: "main -1 -1, worker 0 0, ...".
+std::string roles(const std::string& path) {
+    std::string out;
+    for (const auto& p : Recording(path).processes())
+        out += (out.empty() ? "" : ", ") + std::string(to_string(p.role)) + " " +
+               std::to_string(p.slot) + " " + std::to_string(p.generation);
+    return out;
+}
+
+BOOST_AUTO_TEST_CASE(replay_workers_the_loader_did_not_declare_become_helpers) {
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    Recorder recorder(out, false);
+    SampleBatch batch;
+    batch.t_ms = 100;
+    for (int i = 0; i < 4; ++i) { // main, and the tracker's guess: three workers in slots 0-2
+        ProcessInfo p;
+        p.id = 1 + i;
+        p.key = {static_cast<pid_t>(1000 + i), static_cast<std::uint64_t>(1 + i)};
+        p.ppid = i == 0 ? 1 : 1000;
+        p.parent_id = i == 0 ? 0 : 1;
+        p.role = i == 0 ? Role::main : Role::worker;
+        p.slot = p.generation = i == 0 ? -1 : 0;
+        if (i > 0) p.slot = i - 1;
+        p.birth_ms = 50 + i;
+        batch.born.push_back(p);
+    }
+    recorder.write(batch);
+    recorder.commit();
+    BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, worker 1 0, worker 2 0");
+
+    LoaderRun run;
+    run.status = "ok";
+    run.workers = {{0, 0, 0, 1001, 51}, {1, 0, 0, 1003, 53}}; // 1002: a helper main started
+    recorder.write_loader_run(run);
+    // Not committed yet: a reader sees the tracker's roles, not half of the change.
+    BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, worker 1 0, worker 2 0");
+    recorder.commit();
+    BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, helper -1 -1, worker 1 0");
+    recorder.finish("finished", 200);
+    BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, helper -1 -1, worker 1 0");
+}
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -104,7 +104,7 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
     }
     ::close(fd);
     try {
-        db_ = std::make_unique<sql::Database>(path, SQLITE_OPEN_READWRITE);
+        db_ = std::make_unique<sql::Database>(path, sql::open_read_write);
         db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         db_->exec(std::string("BEGIN;") + recording_schema_sql() +
                   "PRAGMA user_version=" + std::to_string(recording_schema_version) + "; COMMIT;");
@@ -125,6 +125,10 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
 Recorder::~Recorder() {
     try {
         commit();
+        // Closed without finish() (an error path): SQLite folds the WAL into the main file and
+        // deletes it on close. Leave the header in rollback mode too, so that a reader does not
+        // take the deleted WAL for a lost one.
+        if (!finished_) db_->exec("PRAGMA journal_mode=DELETE");
     } catch (...) {
     }
     residency_.reset();
@@ -133,8 +137,21 @@ Recorder::~Recorder() {
 
 void Recorder::commit() {
     if (!in_transaction_) return;
+    demote_undeclared_workers();
     db_->exec("COMMIT");
     in_transaction_ = false;
+}
+
+void Recorder::demote_undeclared_workers() {
+    // `replay`: once write_loader_run has kept the loader's account (meta loader.status), the
+    // workers it declared are the workers, with its slots and generations. A process the tracker
+    // had taken for one but the loader did not declare (a helper that main started, say) becomes
+    // a helper, in the same transaction; again at every later commit, should the tracker rewrite
+    // its row. Nothing to do in `record`, or before the loader's account is written.
+    auto written = db_->prepare("SELECT EXISTS(SELECT 1 FROM meta WHERE key='loader.status')");
+    if (!written.step() || written.int64(0) == 0) return;
+    db_->exec("UPDATE processes SET role='helper', slot=NULL, generation=NULL WHERE role='worker' "
+              "AND id NOT IN (SELECT process_id FROM loader_workers WHERE process_id IS NOT NULL)");
 }
 
 void Recorder::set_meta(const std::string& key, const std::string& value) {
@@ -157,7 +174,7 @@ std::int64_t Recorder::object_id(const MappedObject& object) {
     if (is_file && ::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode)
         insert.bind(4, static_cast<std::int64_t>(st.st_size));
     insert.run();
-    std::int64_t id = sqlite3_last_insert_rowid(db_->handle());
+    std::int64_t id = db_->last_insert_rowid();
     objects_.emplace(std::move(key), id);
     return id;
 }
@@ -241,6 +258,7 @@ void Recorder::write(const SampleBatch& b) {
 }
 
 void Recorder::finish(const std::string& state, std::int64_t end_ms) {
+    finished_ = true;
     set_meta("state", state);
     set_meta("end_ms", std::to_string(end_ms));
     db_->exec("CREATE INDEX IF NOT EXISTS fast_by_process ON fast_samples(process_id, t_ms);"

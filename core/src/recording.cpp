@@ -3,9 +3,20 @@
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/sqlite.hpp"
 
+#include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+#include <sqlite3.h>
+#include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace loaderlens {
 
@@ -24,6 +35,95 @@ std::string describe(const sql::Error& e) {
     }
 }
 
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+// Bytes 18 and 19 of the SQLite header (file format write and read versions) are 2 in WAL mode.
+bool wal_mode_header(const std::string& path) {
+    char header[20] = {};
+    std::ifstream in(path, std::ios::binary);
+    return in.read(header, sizeof header) && std::memcmp(header, "SQLite format 3", 16) == 0 &&
+           header[18] == 2 && header[19] == 2;
+}
+
+std::string file_uri(const std::string& path) {
+    std::string absolute = std::filesystem::absolute(path).string();
+    absolute.erase(0, absolute.find_first_not_of('/') - 1); // "//x" would name a host
+    std::string uri = "file:";
+    for (const unsigned char c : absolute) {
+        if (std::isalnum(c) || std::strchr("/-._~", c)) {
+            uri += static_cast<char>(c);
+        } else {
+            char escaped[4];
+            std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+            uri += escaped;
+        }
+    }
+    return uri;
+}
+
+// A WAL recording without its -shm (or -wal) beside it has no live writer: a writer keeps both.
+// SQLite would create them, which it cannot where it may not write (another user's recording, a
+// read-only directory or mount), and an empty -wal it made would hide that the real one is lost.
+// Such a file is read without them: no locking (unix-none) and exclusive mode, in which SQLite
+// reads the WAL into an index in memory.
+std::unique_ptr<sql::Database> open_reader(const std::string& path, bool without_shm) {
+    if (!without_shm) return std::make_unique<sql::Database>(path, sql::open_read_only);
+    auto db = std::make_unique<sql::Database>(file_uri(path) + "?mode=ro&vfs=unix-none",
+                                              sql::open_read_only | sql::open_uri);
+    db->exec("PRAGMA locking_mode=EXCLUSIVE");
+    return db;
+}
+
+std::string lost_wal_message(const std::string& path) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    return path + ": the recording's data is in " + path + "-wal, which is missing: copy " + name +
+           "-wal (and " + name + "-shm) along with " + name;
+}
+
+// A meta value as it may be shown in a one-line message.
+std::string quoted(const std::string& value) {
+    std::string out = "\"";
+    for (const char c : value.substr(0, 60))
+        out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+    return out + (value.size() > 60 ? "...\"" : "\"");
+}
+
+bool this_host(const std::string& host) {
+    if (host.empty()) return false;
+    if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm && host == slurm) return true;
+    char name[256] = {};
+    return ::gethostname(name, sizeof name - 1) == 0 && host == name;
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Whether the process of /proc/PID started no later than the recording (+1 s): a PID reused
+// since then belongs to a process started after it.
+bool started_before(const std::string& proc, std::optional<std::int64_t> start_unix_ns) {
+    const std::string stat = read_all(proc + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos) return false;
+    std::istringstream fields(stat.substr(paren + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) { // field 22: start time, ticks since boot
+    }
+    if (!start_unix_ns) return true;
+    timespec boot{}, real{};
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    clock_gettime(CLOCK_REALTIME, &real);
+    const double started = std::strtod(field.c_str(), nullptr) / sysconf(_SC_CLK_TCK);
+    const double recording_started = static_cast<double>(boot.tv_sec) + boot.tv_nsec / 1e9 -
+                                     (static_cast<double>(real.tv_sec) + real.tv_nsec / 1e9 -
+                                      static_cast<double>(*start_unix_ns) / 1e9);
+    return started <= recording_started + 1.0;
+}
+
 } // namespace
 
 Recording::Recording(const std::string& path) : path_(path) {
@@ -31,14 +131,18 @@ Recording::Recording(const std::string& path) : path_(path) {
     if (::stat(path.c_str(), &st) != 0) throw RecordingError(path + ": " + std::strerror(errno));
     if (S_ISDIR(st.st_mode)) throw RecordingError(path + ": is a directory, not a recording");
     if (st.st_size == 0) throw RecordingError(path + ": empty file, not a recording");
+    const bool wal = wal_mode_header(path), has_wal = exists(path + "-wal");
+    if (wal && !has_wal) missing_wal_ = path + "-wal";
     try {
-        db_ = std::make_unique<sql::Database>(path, SQLITE_OPEN_READONLY);
+        db_ = open_reader(path, wal && (!has_wal || !exists(path + "-shm")));
         auto version = db_->prepare("PRAGMA user_version");
         version.step();
         const std::int64_t schema = version.int64(0);
-        if (!db_->has_table("meta") || meta("format") != recording_format)
+        if (!db_->has_table("meta") || meta("format") != recording_format) {
+            if (!missing_wal_.empty()) throw RecordingError(lost_wal_message(path));
             throw RecordingError(path +
                                  ": not a loaderlens recording (SQLite, but no recording meta)");
+        }
         if (schema > recording_schema_version)
             throw RecordingError(path + ": recording schema " + std::to_string(schema) +
                                  " is newer than this loaderlens understands (" +
@@ -48,8 +152,9 @@ Recording::Recording(const std::string& path) : path_(path) {
         auto check = db_->prepare("PRAGMA quick_check");
         check.step();
         if (check.text(0) != "ok")
-            throw RecordingError(path + ": recording is damaged or truncated (" + check.text(0) +
-                                 ")");
+            throw RecordingError(
+                path + ": recording is damaged or truncated (" + check.text(0) + ")" +
+                (missing_wal_.empty() ? "" : "; " + missing_wal_ + " is missing beside it"));
     } catch (const sql::Error& e) {
         throw RecordingError(path + ": " + describe(e));
     }
@@ -72,8 +177,60 @@ std::map<std::string, std::string> Recording::all_meta() const {
     return out;
 }
 
+std::optional<std::int64_t> Recording::meta_number(const std::string& key) const {
+    auto q = db_->prepare("SELECT value FROM meta WHERE key=?");
+    q.bind(1, key);
+    if (!q.step()) return std::nullopt;
+    const std::string value = q.text(0);
+    std::int64_t number = 0;
+    const char* end = value.data() + value.size();
+    if (auto [stop, error] = std::from_chars(value.data(), end, number);
+        error == std::errc{} && stop == end && !value.empty())
+        return number;
+    throw RecordingError(path_ + ": meta " + key + " holds " + quoted(value) +
+                         " where a number belongs (damaged recording?)");
+}
+
 bool Recording::finished() const {
     return meta("state") != "recording";
+}
+
+RecordingEnd Recording::end() const {
+    RecordingEnd e;
+    e.last_sample_ms = last_sample_ms();
+    e.writer_pid = meta_number("writer_pid");
+    if (std::string signal = meta("signal_received"); !signal.empty()) e.signal = signal;
+    e.signal_ms = meta_number("signal_received_ms");
+    if (finished())
+        e.state = RecordingEnd::State::finished;
+    else if (e.writer_pid && writer_alive(*e.writer_pid))
+        e.state = RecordingEnd::State::being_written;
+    else
+        e.state = RecordingEnd::State::cut;
+    return e;
+}
+
+// A live loaderlens process on this host, and (where its fds can be read: our own processes, or
+// as root) one that has this very file open, not a copy of it.
+bool Recording::writer_alive(std::int64_t pid) const {
+    if (pid <= 0 || pid == ::getpid() || !this_host(meta("host"))) return false;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    if (read_all(proc + "/cmdline").find("loaderlens") == std::string::npos) return false;
+    struct stat file {};
+    DIR* fds = ::opendir((proc + "/fd").c_str());
+    if (!fds || ::stat(path_.c_str(), &file) != 0) {
+        if (fds) ::closedir(fds);
+        return started_before(proc, meta_number("start_unix_ns"));
+    }
+    bool open = false;
+    while (const dirent* entry = ::readdir(fds)) {
+        struct stat st {};
+        if (::stat((proc + "/fd/" + entry->d_name).c_str(), &st) == 0 && st.st_dev == file.st_dev &&
+            st.st_ino == file.st_ino && S_ISREG(st.st_mode))
+            open = true;
+    }
+    ::closedir(fds);
+    return open;
 }
 
 std::vector<ProcessInfo> Recording::processes() const {

@@ -43,9 +43,12 @@ ReportData build_report(const Recording& recording) {
     ReportData r;
     r.path = recording.path();
     r.meta = recording.all_meta();
-    r.finished = recording.finished();
-    r.duration_ms = std::stoll(r.meta.count("end_ms") ? r.meta["end_ms"] : "0");
-    if (!r.finished) r.duration_ms = std::max<std::int64_t>(0, recording.last_sample_ms());
+    r.end = recording.end();
+    r.finished = r.end.state == RecordingEnd::State::finished;
+    r.missing_wal = recording.missing_wal();
+    r.start_unix_ns = recording.meta_number("start_unix_ns");
+    r.duration_ms = r.finished ? recording.meta_number("end_ms").value_or(0)
+                               : std::max<std::int64_t>(0, r.end.last_sample_ms);
     r.markers = recording.markers();
     r.loader = recording.loader_run();
     r.unavailable = recording.unavailable();
@@ -154,9 +157,9 @@ ReportData build_report(const Recording& recording) {
     const auto stats = recording.tier_stats();
     for (const char* tier : {"fast", "rollup", "maps", "cgroup", "residency"}) {
         TierSummary summary{tier};
-        auto nominal = r.meta.find(std::string("interval_") + tier + "_ms");
-        if (nominal == r.meta.end()) continue; // a recording made before the tier existed
-        summary.nominal_ms = std::stoll(nominal->second);
+        auto nominal = recording.meta_number(std::string("interval_") + tier + "_ms");
+        if (!nominal) continue; // a recording made before the tier existed
+        summary.nominal_ms = *nominal;
         summary.longest_ms = std::max(summary.nominal_ms, longest_tier_interval(stats, tier));
         for (const auto& s : stats)
             if (s.sample.tier == tier) {

@@ -2,6 +2,8 @@
 #include "loaderlens/report.hpp"
 #include "residency_json.hpp"
 
+#include <sys/wait.h>
+
 namespace loaderlens {
 
 namespace {
@@ -15,8 +17,34 @@ json peak(const Peak& p) {
     return {{"kib", kib(p.value)}, {"t_ms", p.value ? json(p.t_ms) : json(nullptr)}};
 }
 
+// How the process ended: "running" (at the end of the recording), "exit" (exit_code) or
+// "killed" (exit_signal) when its status is known, "exit_not_seen" when it is gone but its status
+// could not be seen (not our child, and it exited between two scans).
+json end_json(const ProcessInfo& p) {
+    json out{{"end", "running"}, {"exit_code", nullptr}, {"exit_signal", nullptr}};
+    if (!p.exit_ms) return out;
+    if (!p.exit_status) {
+        out["end"] = "exit_not_seen";
+    } else if (WIFSIGNALED(*p.exit_status)) {
+        out["end"] = "killed";
+        out["exit_signal"] = WTERMSIG(*p.exit_status);
+    } else {
+        out["end"] = "exit";
+        out["exit_code"] = WEXITSTATUS(*p.exit_status);
+    }
+    return out;
+}
+
+json cut_json(const RecordingEnd& e) {
+    if (e.state != RecordingEnd::State::cut) return nullptr;
+    return {{"last_sample_ms", e.last_sample_ms >= 0 ? json(e.last_sample_ms) : json(nullptr)},
+            {"signal", e.signal ? json(*e.signal) : json(nullptr)},
+            {"signal_ms", e.signal_ms ? json(*e.signal_ms) : json(nullptr)}};
+}
+
 json process_json(const ProcessSummary& p) {
     json out = json_util::process_identity(p.info);
+    out.update(end_json(p.info));
     out.update({
         {"peak_rss", peak(p.rss)},
         {"peak_pss", peak(p.pss)},
@@ -40,6 +68,9 @@ std::string render_report_json(const ReportData& r) {
     out["recording"] = r.path;
     out["meta"] = r.meta;
     out["finished"] = r.finished;
+    out["being_written"] = r.end.state == RecordingEnd::State::being_written;
+    out["cut"] = cut_json(r.end); // null unless the recorder stopped without finishing
+    out["missing_wal"] = r.missing_wal.empty() ? json(nullptr) : json(r.missing_wal);
     out["duration_ms"] = r.duration_ms;
     out["processes"] = json::array();
     for (const auto& p : r.processes)

@@ -160,8 +160,7 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
                   [](const auto& a, const auto& b) { return a.process_id < b.process_id; });
         if (data_file.empty() || s.file.path != data_file) continue;
         s.loader_data_file = true;
-        const std::string before = recording.meta("loader.data_file_cached_pages_before");
-        if (!before.empty()) s.cached_before = std::stoll(before);
+        s.cached_before = recording.meta_number("loader.data_file_cached_pages_before");
         add_loader_view(s, cache, mapped, loader, processes);
     }
     return out;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -45,8 +46,7 @@ std::string meta(const ReportData& r, const std::string& key, const std::string&
 }
 
 std::string start_time(const ReportData& r) {
-    std::time_t t =
-        static_cast<std::time_t>(std::stoll(meta(r, "start_unix_ns", "0")) / 1'000'000'000);
+    std::time_t t = static_cast<std::time_t>(r.start_unix_ns.value_or(0) / 1'000'000'000);
     char text[32] = {};
     std::tm tm{};
     gmtime_r(&t, &tm);
@@ -54,11 +54,39 @@ std::string start_time(const ReportData& r) {
     return text;
 }
 
-std::string exit_text(const ProcessInfo& p) {
-    if (!p.exit_ms) return "running";
-    if (!p.exit_status) return "exited";
+std::string exit_text(const ProcessInfo& p, const ReportData& r) {
+    if (!p.exit_ms) return r.end.state == RecordingEnd::State::cut ? "running when cut" : "running";
+    if (!p.exit_status) return "exit not seen";
     if (WIFSIGNALED(*p.exit_status)) return fmt::format("killed {}", WTERMSIG(*p.exit_status));
     return fmt::format("exit {}", WEXITSTATUS(*p.exit_status));
+}
+
+// How the recording ended when it did not finish, and a lost -wal: right below the title.
+void append_end(std::string& out, const ReportData& r) {
+    const RecordingEnd& e = r.end;
+    const std::string last =
+        e.last_sample_ms < 0 ? "no sample recorded" : "last sample at " + seconds(e.last_sample_ms);
+    if (e.state == RecordingEnd::State::being_written)
+        out += fmt::format("Recording still being written by loaderlens PID {} on this host: {}\n",
+                           e.writer_pid.value_or(0),
+                           e.last_sample_ms < 0 ? "no sample yet" : "figures up to the " + last);
+    if (e.state == RecordingEnd::State::cut) {
+        std::string signal =
+            "no signal came first (killed outright, e.g. SIGKILL from SLURM's OverMemoryKill or "
+            "the OOM killer)";
+        if (e.signal)
+            signal =
+                *e.signal + " received " +
+                (e.signal_ms ? "at " + seconds(*e.signal_ms) : "first (its time not recorded)");
+        out += fmt::format("Recording cut: the recorder stopped without finishing; {}; {}\n", last,
+                           signal);
+    }
+    if (!r.missing_wal.empty()) {
+        const std::string name = std::filesystem::path(r.path).filename().string();
+        out += fmt::format("Warning: {} is missing: the newest data of this recording may be in "
+                           "it; copy {}-wal (and {}-shm) along with {}\n",
+                           r.missing_wal, name, name, name);
+    }
 }
 
 void append_header(std::string& out, const ReportData& r) {
@@ -72,9 +100,12 @@ void append_header(std::string& out, const ReportData& r) {
             ++helpers;
         }
     }
-    std::string state =
-        r.finished ? meta(r, "state") : "NOT FINISHED (recorder still running, or killed)";
+    std::string state = r.finished ? meta(r, "state")
+                        : r.end.state == RecordingEnd::State::being_written
+                            ? "NOT FINISHED (still being written)"
+                            : "NOT FINISHED (cut: the recorder stopped without finishing)";
     out += fmt::format("loaderlens report: {}\n", r.path);
+    append_end(out, r);
     out += fmt::format("  command    {}\n", meta(r, "command"));
     out += fmt::format("  host       {} (Linux {}), started {}, {} recorded, {}", meta(r, "host"),
                        meta(r, "kernel"), start_time(r), seconds(r.duration_ms), state);
@@ -161,12 +192,13 @@ void append_processes(std::string& out, const ReportData& r) {
         std::string life = fmt::format("{:.1f}-{}", std::max<std::int64_t>(0, i.birth_ms) / 1000.0,
                                        i.exit_ms ? fmt::format("{:.1f}s", *i.exit_ms / 1000.0)
                                                  : std::string("end"));
-        out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} "
-                           "{:>7} {:>7}  {} [{}]\n",
-                           i.id, i.key.pid, process_label(i), life, short_kib(p.rss.value),
-                           short_kib(p.final_rss), short_kib(p.pss.value), short_kib(p.final_pss),
-                           short_kib(p.uss.value), short_kib(p.final_uss), short_kib(p.final_anon),
-                           short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(i));
+        out +=
+            fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} "
+                        "{:>7} {:>7}  {} [{}]\n",
+                        i.id, i.key.pid, process_label(i), life, short_kib(p.rss.value),
+                        short_kib(p.final_rss), short_kib(p.pss.value), short_kib(p.final_pss),
+                        short_kib(p.uss.value), short_kib(p.final_uss), short_kib(p.final_anon),
+                        short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(i, r));
     }
     out += "\n";
 }

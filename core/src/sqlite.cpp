@@ -1,6 +1,11 @@
 #include "loaderlens/sqlite.hpp"
 
+#include <sqlite3.h>
+
 namespace loaderlens::sql {
+
+static_assert(open_read_only == SQLITE_OPEN_READONLY && open_read_write == SQLITE_OPEN_READWRITE &&
+              open_create == SQLITE_OPEN_CREATE && open_uri == SQLITE_OPEN_URI);
 
 namespace {
 void check(sqlite3* db, int rc, const char* what) {
@@ -17,32 +22,36 @@ Statement::~Statement() {
     sqlite3_finalize(stmt_);
 }
 
-Statement& Statement::bind(int index, std::int64_t value) {
-    sqlite3_bind_int64(stmt_, index, value);
+Statement& Statement::checked_bind(int rc, int index) {
+    if (rc != SQLITE_OK) {
+        sqlite3* db = sqlite3_db_handle(stmt_);
+        const char* sql = sqlite3_sql(stmt_);
+        throw Error("bind parameter " + std::to_string(index) + " of \"" + (sql ? sql : "") +
+                        "\": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)),
+                    rc);
+    }
     return *this;
+}
+
+Statement& Statement::bind(int index, std::int64_t value) {
+    return checked_bind(sqlite3_bind_int64(stmt_, index, value), index);
 }
 Statement& Statement::bind(int index, const Kib& value) {
-    if (value)
-        sqlite3_bind_int64(stmt_, index, *value);
-    else
-        sqlite3_bind_null(stmt_, index);
-    return *this;
+    return value ? bind(index, *value) : bind_null(index);
 }
 Statement& Statement::bind(int index, double value) {
-    sqlite3_bind_double(stmt_, index, value);
-    return *this;
+    return checked_bind(sqlite3_bind_double(stmt_, index, value), index);
 }
 Statement& Statement::bind(int index, const std::string& value) {
-    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-    return *this;
+    return checked_bind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
+                                            SQLITE_TRANSIENT, SQLITE_UTF8),
+                        index);
 }
 Statement& Statement::bind_null(int index) {
-    sqlite3_bind_null(stmt_, index);
-    return *this;
+    return checked_bind(sqlite3_bind_null(stmt_, index), index);
 }
 Statement& Statement::bind_blob(int index, const void* data, std::size_t bytes) {
-    sqlite3_bind_blob64(stmt_, index, data, bytes, SQLITE_TRANSIENT);
-    return *this;
+    return checked_bind(sqlite3_bind_blob64(stmt_, index, data, bytes, SQLITE_TRANSIENT), index);
 }
 bool Statement::step() {
     int rc = sqlite3_step(stmt_);
@@ -94,6 +103,10 @@ Database::Database(const std::string& path, int flags) {
 }
 Database::~Database() {
     sqlite3_close(db_);
+}
+
+std::int64_t Database::last_insert_rowid() const {
+    return sqlite3_last_insert_rowid(db_);
 }
 
 bool Database::has_table(const std::string& name) {

@@ -40,6 +40,8 @@ class Recorder {
     void finish(const std::string& state, std::int64_t end_ms);
     // Keeps what the reference loader reported, and gives each of its workers the slot and
     // generation the loader knows (the tracker's own guess from birth order is usually the same).
+    // Processes the tracker took for workers but the loader did not declare become helpers when
+    // this transaction commits.
     void write_loader_run(const LoaderRun& run);
     const std::string& path() const { return path_; }
 
@@ -48,6 +50,7 @@ class Recorder {
     std::int64_t object_id(const MappedObject& object);
     void note_unavailable(std::int64_t t_ms, const Unavailability& problem);
     void write_process(const ProcessInfo& info, bool insert);
+    void demote_undeclared_workers();
 
     std::string path_;
     std::unique_ptr<sql::Database> db_;
@@ -56,6 +59,7 @@ class Recorder {
     std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;
     std::set<std::tuple<std::int64_t, std::string, std::string>> noted_;
     bool in_transaction_ = false;
+    bool finished_ = false;
 };
 
 // The schema, shared with tests that build fixtures.

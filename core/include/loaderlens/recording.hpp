@@ -36,6 +36,19 @@ struct ObjectInfo {
     std::optional<std::int64_t> size_bytes;
 };
 
+// How a recording ended. `finished`: the recorder wrote its end (meta state finished or
+// interrupted, end_ms). `being_written`: not yet, and its recorder (meta writer_pid) is a live
+// loaderlens process on this host. `cut`: the recorder stopped without finishing: killed outright
+// (SIGKILL from SLURM's OverMemoryKill or the OOM killer), or after a signal it had noted.
+struct RecordingEnd {
+    enum class State { finished, being_written, cut };
+    State state = State::finished;
+    std::int64_t last_sample_ms = -1;       // -1: no sample at all
+    std::optional<std::string> signal;      // meta signal_received (strsignal text), if any
+    std::optional<std::int64_t> signal_ms;  // meta signal_received_ms, when it was written
+    std::optional<std::int64_t> writer_pid; // meta writer_pid
+};
+
 struct MapRow {
     std::int64_t t_ms = 0, process_id = 0, object_id = 0;
     MappedObject figures; // kind/path/inode left empty: see objects()
@@ -44,15 +57,23 @@ struct MapRow {
 class Recording {
   public:
     // Throws RecordingError with a one-line reason: missing, not SQLite, not a recording, a newer
-    // schema, damaged or truncated.
+    // schema, damaged or truncated, or its data is in a FILE-wal that is missing. Creates nothing
+    // beside the file when it cannot be written (another user's, a read-only directory).
     explicit Recording(const std::string& path);
     ~Recording();
     Recording(Recording&&) noexcept;
 
     const std::string& path() const { return path_; }
     std::string meta(const std::string& key, const std::string& fallback = "") const;
+    // Every meta value that holds a number is read through this: nullopt when the key is absent;
+    // throws RecordingError naming the file, the key and the value when it is not an integer.
+    std::optional<std::int64_t> meta_number(const std::string& key) const;
     std::map<std::string, std::string> all_meta() const;
     bool finished() const;
+    RecordingEnd end() const;
+    // The main file is in WAL mode and its FILE-wal is not beside it (copied alone): the newest
+    // data may be missing. The missing file's path, or empty.
+    const std::string& missing_wal() const { return missing_wal_; }
 
     std::vector<ProcessInfo> processes() const;
     std::vector<ObjectInfo> objects() const;
@@ -75,7 +96,10 @@ class Recording {
     std::int64_t last_sample_ms() const;
 
   private:
+    bool writer_alive(std::int64_t pid) const;
+
     std::string path_;
+    std::string missing_wal_;
     std::unique_ptr<sql::Database> db_;
 };
 

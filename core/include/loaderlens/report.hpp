@@ -94,7 +94,10 @@ struct ReportData {
     std::string path;
     std::map<std::string, std::string> meta;
     bool finished = false;
-    std::int64_t duration_ms = 0;
+    RecordingEnd end;        // finished, still being written, or cut (and when)
+    std::string missing_wal; // FILE-wal, when the main file is in WAL mode and it is not there
+    std::optional<std::int64_t> start_unix_ns;
+    std::int64_t duration_ms = 0; // end_ms, or the last sample of a recording not finished
     std::vector<ProcessSummary> processes;
     std::vector<FileSummary> files;
     TreeTotals totals;
