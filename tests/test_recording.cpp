@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
@@ -167,8 +168,8 @@ BOOST_AUTO_TEST_CASE(rejects_what_is_not_a_recording) {
 // The contract: every complete line becomes one marker; an incomplete last line waits for its
 // newline; a file that became shorter than what was read was rewritten (a program that opened it
 // with "w", or `: > file`), and is read again from its start, its pending partial line dropped.
-// Known limit: a rewrite that reaches the old length before the next poll cannot be told from
-// an append by the size alone (see rewritten_in_place_loses_no_marker for what that costs).
+// A rewrite that reaches the old length before the next poll is told from an append by the bytes
+// before the offset, which changed (rewritten_in_place_loses_no_marker).
 namespace {
 struct MarkerFile {
     TempDir dir;
@@ -238,21 +239,21 @@ BOOST_AUTO_TEST_CASE(truncated_marker_file_is_read_from_its_new_start) {
     BOOST_TEST(f.poll() == Texts{"epoch 3"});
 }
 
-// PRODUCT BUG (core/src/marker_tail.cpp, MarkerTail::poll): a program that writes each marker
-// with open(path, "w") -- a plain mistake for "a" -- rewrites the file between two polls with a
-// line as long as or longer than the last: the size never shrinks, so poll() reads on from its
-// old offset and the new line is lost (same length) or cut to its last bytes (longer). Every
-// marker after the first is lost. The file's inode is the same and its mtime may not move (a
-// coarse clock tick); what tells the rewrite is that the bytes before the offset changed: keep
-// the last line read (or a hash of what was read), pread the same range on each poll, and start
-// over when it differs.
+// A program that writes each marker with open(path, "w") -- a plain mistake for "a" -- rewrites
+// the file between two polls with a line as long as or longer than the last: the size never
+// shrinks, yet the bytes before the offset changed, and the new line is a marker (found by this
+// test: it was lost, fixed in 653ad94). The tail looks at the bytes only when mtime or inode
+// moved; before Linux 6.13 mtime has the coarse clock's granularity (a jiffy, 1-4 ms), so the
+// rewrites here are 20 ms apart, as a program's markers are (seconds apart).
 BOOST_AUTO_TEST_CASE(rewritten_in_place_loses_no_marker) {
     MarkerFile f;
     f.write("epoch 0\n", std::ios::trunc);
     BOOST_TEST(f.poll() == Texts{"epoch 0"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     f.write("epoch 1\n", std::ios::trunc); // same length
     Texts got = f.poll();
     BOOST_TEST(got == Texts{"epoch 1"}, "got " << joined(got));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     f.write("epoch 10\n", std::ios::trunc); // longer
     got = f.poll();
     BOOST_TEST(got == Texts{"epoch 10"}, "got " << joined(got));
