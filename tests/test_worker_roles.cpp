@@ -75,6 +75,18 @@ std::map<int, std::set<int>> slots_of(const std::vector<ProcessInfo>& workers) {
     return slots;
 }
 
+const std::string pytorch_script =
+    std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/dataloader_with_helper.py";
+
+// A .npy of `rows` rows of 4 KiB (1024 float32) for the PyTorch script.
+std::string make_rows(const TempDir& dir, int rows) {
+    const std::string data = dir.file("rows.npy");
+    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", "--count", std::to_string(rows), "--shape",
+                       "1024", "--dtype", "f4", data})
+                      .exit_code == 0);
+    return data;
+}
+
 std::map<int, std::set<int>> expected_slots(int workers, int generations) {
     std::map<int, std::set<int>> slots;
     for (int slot = 0; slot < workers; ++slot)
@@ -182,14 +194,9 @@ BOOST_AUTO_TEST_CASE(real_pytorch_dataloader_fork, *LOADERLENS_MAY_SKIP) {
                       InCi::must_have))
         return;
     TempDir dir;
-    const std::string data = dir.file("rows.npy");
-    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", "--count", "640", "--shape", "1024", "--dtype",
-                       "f4", data})
-                      .exit_code == 0);
-    const std::string script =
-        std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/dataloader_with_helper.py";
+    const std::string data = make_rows(dir, 640);
     // Five workers re-forked for each of two epochs: slots 0-4, generations 0 and 1.
-    auto processes = record_processes(dir, {python, script, data, "5", "2", "fork", "0"});
+    auto processes = record_processes(dir, {python, pytorch_script, data, "5", "2", "fork", "0"});
     auto workers = with_role(processes, Role::worker);
     BOOST_TEST(workers.size() == 10u);
     BOOST_TEST((slots_of(workers) == expected_slots(5, 2)));
@@ -206,15 +213,11 @@ BOOST_AUTO_TEST_CASE(real_pytorch_dataloader_spawn_and_forkserver, *LOADERLENS_M
                       InCi::must_have))
         return;
     TempDir dir;
-    const std::string data = dir.file("rows.npy");
-    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", "--count", "320", "--shape", "1024", "--dtype",
-                       "f4", data})
-                      .exit_code == 0);
-    const std::string script =
-        std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/dataloader_with_helper.py";
+    const std::string data = make_rows(dir, 320);
     for (const char* method : {"spawn", "forkserver"}) {
         BOOST_TEST_CONTEXT(method) {
-            auto processes = record_processes(dir, {python, script, data, "2", "1", method, "1"});
+            auto processes =
+                record_processes(dir, {python, pytorch_script, data, "2", "1", method, "1"});
             auto workers = with_role(processes, Role::worker);
             BOOST_TEST(workers.size() == 2u);
             BOOST_TEST((slots_of(workers) == expected_slots(2, 1)));
