@@ -245,20 +245,25 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
                                     : !outcome.stop_reason.empty() && outcome.child_status &&
                                           WIFSIGNALED(*outcome.child_status);
     bool written = !outcome.write_failure_reported;
-    try {
-        if (outcome.child_status) {
-            recorder->set_meta("exit_status",
-                               std::to_string(exit_code_for_wait_status(*outcome.child_status)));
-            if (WIFSIGNALED(*outcome.child_status))
-                recorder->set_meta("exit_signal", strsignal(WTERMSIG(*outcome.child_status)));
-        }
-        if (!outcome.stop_reason.empty()) recorder->set_meta("stop_reason", outcome.stop_reason);
-        if (hooks.before_finish) hooks.before_finish(*recorder, clock);
-        recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
-    } catch (const std::exception& e) {
-        if (!outcome.write_failure_reported)
+    // After a failed write the recording stopped where it was: finishing it now (the space the
+    // failed transaction freed often takes the last rows) would call a recording with a gap at
+    // its end "finished". Left as it is, the report says it was cut at its last sample.
+    if (written) {
+        try {
+            if (outcome.child_status) {
+                recorder->set_meta("exit_status", std::to_string(exit_code_for_wait_status(
+                                                      *outcome.child_status)));
+                if (WIFSIGNALED(*outcome.child_status))
+                    recorder->set_meta("exit_signal", strsignal(WTERMSIG(*outcome.child_status)));
+            }
+            if (!outcome.stop_reason.empty())
+                recorder->set_meta("stop_reason", outcome.stop_reason);
+            if (hooks.before_finish) hooks.before_finish(*recorder, clock);
+            recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
+        } catch (const std::exception& e) {
             print_error(output + ": cannot finish the recording: " + e.what());
-        written = false;
+            written = false;
+        }
     }
     recorder.reset();
     if (markers) markers->remove();
