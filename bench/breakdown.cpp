@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a tier's time goes beyond the kernel read: the proc_text helpers against the same raw
 // read, the parsers alone on captured text, and the tree scan that every fast tick starts with.
 // Informational (no targets): these rows explain the ratios of the tier table.

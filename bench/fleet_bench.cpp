@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What `loaderlens record` costs on a realistic tree: a parent with 16 workers that all map and
 // touch the same 256 MiB file (as DataLoader workers share a dataset), against a lone idle
 // process. The recorder runs as a separate process with its default intervals and 5% budget,

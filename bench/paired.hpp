@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the sampler benchmark: the target process as the samplers see it, the raw
 // reads the core is compared with, and the paired measurement.
 //

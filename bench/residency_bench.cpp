@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one residency sample costs, against what a user runs today, in the same run:
 // 1. A 1 GiB file cached by a sequential read (readahead's large folios), kept cached by a worker
 //    that maps it, checked >= 99% cached before and after each section. PageCacheProbe::read with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cost per process of each sampling tier, as a ratio to the raw kernel read the tier wraps.
 //
 // The kernel's work (formatting statm, walking page tables for smaps_rollup) is the floor no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Target processes and scratch files for the benchmarks.
 //
 // The benchmarks need processes whose memory looks like a data loader's: a large file mapped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Each subcommand registers its options on the app and returns the code to exit with.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "dash_arguments.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // "--" ends loaderlens's own options: everything after the first one belongs to the wrapped
 // command (`record`) or is the subcommand's positional argument (a dataset, a recording), even
 // where it looks like an option (`-c`, `-o`, `--force`, `-weird.npy`). CLI11 on its own ends only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens load`: runs the reference loader (no recording; `replay` records it). Useful on its
 // own under other tools (smem, vmtouch, `loaderlens record -- loaderlens load ...`).
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loader_options.hpp"
 
 #include <charconv>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference loader's options, shared by `load` (run it) and `replay` (run it under the
 // recorder): the same flags, parsed once, and written back as arguments for the child `load`.
 #pragma once

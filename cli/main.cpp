@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // loaderlens: thin glue between the command line and core/.
 #include "commands.hpp"
 #include "dash_arguments.hpp"

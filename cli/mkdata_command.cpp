@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens mkdata npy|raw|lmdb PATH`: generate a dataset of known size and deterministic
 // content for the reference loader (docs/datasets.md).
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Names of recordings: patterns with SLURM ids, a default that does not collide across steps and
 // tasks, and the next free name when the chosen one is taken.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Values the command line accepts in more than one command: durations and sizes.
 #include "commands.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens record`: runs a command (or attaches to a PID) and records its process tree.
 #include "record_command.hpp"
 

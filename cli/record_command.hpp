@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens record`, reusable: `replay` records the reference loader through the same path.
 #pragma once
 

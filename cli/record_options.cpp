@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "record_options.hpp"
 
 #include "output_name.hpp"

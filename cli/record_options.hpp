@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Record options as the session needs them: intervals, CPU budget, residency, worker match.
 #pragma once
 

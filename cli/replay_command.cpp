@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens replay`: runs the reference loader under the recorder and prints the report.
 // The loader runs as `loaderlens load ...` in a child (a fresh process image, like a training
 // script) and tells the recorder its epochs and workers through LOADERLENS_MARKERS and

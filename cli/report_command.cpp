@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens report` and `loaderlens export`: read a recording (finished or live) and print it.
 #include "commands.hpp"
 #include "loaderlens/export.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "run_meta.hpp"
 
 #include "loaderlens/exit_watcher.hpp"

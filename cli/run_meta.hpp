@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a recording says about the run it records: host, kernel, settings, and the SLURM job,
 // step and task it ran in (with the memory SLURM granted), as meta rows.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one-line live status `record` shows on a terminal.
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the benchmarks in Release (build-bench/) and runs them:
 #   1. sampler bench: cost per process of each tier as a ratio to the raw /proc read (~1 min)
 #   2. fleet bench: CPU share of `loaderlens record` on 16 workers sharing a 256 MiB file (~1 min)

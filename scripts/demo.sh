@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: set up, build, generate a small dataset, replay a PyTorch-like DataLoader over it
 # under the recorder (4 workers, re-forked each epoch, 2 epochs) from a cold page cache, and print
 # the report (with page residency: cache and worker mappings against the loader's reads).

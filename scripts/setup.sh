@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs every Debian 12 package the build, the tests and the benchmarks need.
 # Idempotent: runs `apt-get update` once per invocation, then installs what is missing.
 # `setup.sh --bench` is accepted for the benchmarks; everything they need is installed anyway.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sets everything up on a fresh Debian 12 machine, builds, runs every test (CTest) and checks the
 # formatting of the tracked sources. Exits non-zero if a test failed or a file is not
 # clang-format clean. LOADERLENS_STRICT=1 (what .ci/run sets) makes a missing precondition that CI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory cgroups made by tests, found and read without the code under test.
 #include "cgroup_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory cgroups made by tests (v1 or v2), found and read without the code under test: where a
 // hierarchy with the memory controller is mounted comes from /proc/self/mountinfo and
 // /proc/self/cgroup read here, and the kernel's own figures are read from the cgroup's files.

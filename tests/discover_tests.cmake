@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Registers the ctest entries of a Boost.Test binary from its own test tree, at ctest time (a
 # TEST_INCLUDE_FILES script, like gtest_discover_tests' PRE_TEST mode): a new suite or case gets its
 # entry without a CMake edit. Reads `--list_content=DOT`, the one listing of Boost.Test 1.74 that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "precondition.hpp"
 
 #include <boost/test/tree/observer.hpp>

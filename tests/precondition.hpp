@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Preconditions of tests: what a test needs from the machine (root, numpy, fincore, a cgroup
 // hierarchy, a kernel feature). A test that lacks one is reported as skipped with its reason, never
 // as passed; in strict mode (LOADERLENS_STRICT=1, set by .ci/run) a missing precondition that CI is

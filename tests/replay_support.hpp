@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running the reference loader from tests: datasets made with `loaderlens mkdata`, runs with
 // `loaderlens load` / `replay`, and per-process figures looked up in the recording.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers of test_residency_process.cpp: forked children that map files and touch known pages, and
 // a ResidencySampler that follows them, run once per way of reading the kernel.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers of the residency tests: page-cache states set and read without the code under test.
 #include "residency_support.hpp"
 

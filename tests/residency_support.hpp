@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers of the residency tests (test_residency*.cpp): set a file's page-cache state and read it
 // without going through the code under test, and which methods this kernel offers, found out
 // independently of the probes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: real processes (the test workload, the CLI) and temporary files.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cgroup discovery and figures: against real cgroups made by the test (a parent with a limit and
 // the process in an unlimited child, as SLURM and systemd arrange them; a member that faults a
 // known amount of anonymous memory), for each hierarchy this machine has (v1 here; v2 where its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The `loaderlens` binary as a user runs it: record a real workload, signals, crashes, bad input.
 #include "loaderlens/recording.hpp"
 #include "precondition.hpp"

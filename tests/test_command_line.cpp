@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Everything after the first -- belongs to the wrapped command, whatever option precedes it: a
 // training script's own flags must never change the recording or stop the job.
 #include "loaderlens/recording.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Datasets: .npy header reading and writing (numpy itself as the oracle), raw and LMDB layouts,
 // deterministic generation and the `loaderlens mkdata` command.
 #include "loaderlens/probes/dataset.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Exit statuses of workers that are children of main, not of the recorder: main reaps them, often
 // between two scans. Where the kernel keeps the status for a pidfd (Linux 6.15+) the tracker must
 // know it exactly; with the fallback forced (as on Debian 12's 6.1) it may know less, never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Job control as SLURM and shells see it: the recorder dies of the signal that killed the command
 // (after finishing the recording), a taken output name never keeps the command from running, and
 // the recording names the job, step and task it ran in. The same behaviour under a real SLURM is

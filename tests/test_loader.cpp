@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference loader's process model, seen from outside as a user sees it: `loaderlens load`
 // and `replay` on generated datasets, their events, their recordings, and bad input.
 #include "replay_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Parsers against /proc texts captured on a real machine (tests/fixtures/), and edge cases; the
 // pure units next to them (AdaptiveInterval, WorkerSlots).
 #include "loaderlens/adaptive_interval.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Access patterns: index sequences, batching and worker assignment of the reference loader. All
 // pure functions, so these tests check the sampler properties directly (no processes).
 #include "loaderlens/probes/patterns.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reader's own checks: numbers in the meta, SQLite bind codes, mountinfo escapes, exit
 // statuses not seen, and the loader's declared workers in replay recordings.
 #include "loaderlens/cgroup_sampler.hpp"

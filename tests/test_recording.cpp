@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Recorder and reader: round trip, unavailable values, and files that are not (whole) recordings;
 // the marker file that feeds the recording its markers.
 #include "loaderlens/clock.hpp"

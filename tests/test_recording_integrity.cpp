@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Damaged and cut recordings: what `report` says of a recording whose recorder was killed, or
 // whose -wal file was lost (the reader's other checks: test_reader_checks.cpp).
 #include "loaderlens/cgroup_sampler.hpp"

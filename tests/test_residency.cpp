@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Page-cache residency of a file (PageCacheProbe) against the kernel's other witnesses: fincore,
 // vmtouch and mincore on a private mapping of the test's own, for a file in known states, with
 // each page-cache method (cachestat where the kernel has it, and mincore forced); the bucket

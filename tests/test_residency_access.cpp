@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the residency probes do when the kernel will not answer as asked: an unprivileged user
 // gets "unavailable" (never a count), a small memory cgroup evicts (cachestat's evicted counts),
 // and a refused PAGEMAP_SCAN falls back to the 8-byte pagemap entries with the same figures (as on

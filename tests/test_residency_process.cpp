@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ResidencySampler over forked children that map a file and touch known pages: a process's present
 // pages of the file, per bucket of file offsets, with each way of reading the kernel forced: both
 // page-cache methods (cachestat, mincore) and both pagemap readers (PAGEMAP_SCAN, 8-byte entries).

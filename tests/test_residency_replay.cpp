@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The end-to-end check: a replay of a shuffled mmap .npy with 4 workers over a cold file
 // shows, in the recording, the report and the export, the page cache filling ahead of the reads,
 // each worker's mapped share growing, and the amplification figures; pread with POSIX_FADV_RANDOM

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Samplers against what the kernel must report for a tree of known shape: W workers that each map
 // a FILE-byte file read-only and touch every page, and write ANON bytes of private memory; main
 // maps nothing. Tolerance: 5% of the expected figure. What the tolerance absorbs is each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory scenarios of ../shared/notes/scenarios.md, reproduced with `loaderlens replay` on
 // small generated datasets, and checked against what the kernel must report.
 #include "loaderlens/loader_run.hpp"

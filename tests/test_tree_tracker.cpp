@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tracker against real process trees: grandchildren, births and exits, PID reuse. Every
 // child forked here is held by a ForkGuard: a failed check kills and reaps it, never leaves it
 // paused behind (the suite forks from the test process and looks at all of its children).

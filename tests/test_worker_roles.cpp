@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which children are workers: forked without exec from a loader process, spawn code,
 // pt_data_worker, or --worker-match; a child that exec'd another program is a helper. Checked on
 // the rule itself, on real process trees, and on real PyTorch DataLoader workers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference loader's speed, against baselines measured in the same run:
 //
 // 1. Throughput: `loaderlens load` against the real torch.utils.data.DataLoader

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The real PyTorch DataLoader over a .npy file, as the reference loader's baseline.
 
 Run with Debian's python3 (python3-torch, python3-numpy). Mirrors `loaderlens load DATASET

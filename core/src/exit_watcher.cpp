@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/exit_watcher.hpp"
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON pieces shared by the report and the export (private to core: nlohmann stays out of the API).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/launcher.hpp"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference loader's events: read from its JSON-lines file, kept in and read from a recording.
 #include "loaderlens/loader_run.hpp"
 

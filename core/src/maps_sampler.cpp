@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/samplers.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/marker_tail.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/page_cache.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/pagemap.hpp"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/recorder.hpp"
 
 #include "residency_store.hpp"

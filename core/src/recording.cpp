@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/recording.hpp"
 
 #include "loaderlens/recorder.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How the text report writes figures and names processes, shared by its sections.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "json_util.hpp"
 #include "loaderlens/report.hpp"
 #include "residency_json.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The residency part of the report: per file, how the page cache and each process's mappings
 // filled, and, for a replay, how far residency ran ahead of the loader's reads.
 #include "loaderlens/report.hpp"

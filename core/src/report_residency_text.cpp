@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The text report's residency section: per followed file, the page cache over the run, each
 // process's present pages, and for a replay the loader's reads against both.
 #include "loaderlens/units.hpp"

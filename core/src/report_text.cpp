@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/report.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"

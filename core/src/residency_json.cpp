@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "residency_json.hpp"
 
 #include "json_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Residency as JSON, shared by the report (summaries) and the export (bucket series).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/residency_sampler.hpp"
 
 #include "loaderlens/proc_text.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "residency_store.hpp"
 
 #include "loaderlens/recording.hpp"

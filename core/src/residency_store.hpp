@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes the residency tier's samples into a recording. Bucket vectors are stored as BLOBs of
 // little-endian int32, and only when they changed since the series' previous row (NULL = same as
 // before): a worker whose mapping stands still costs a few bytes per sample, not a KiB.

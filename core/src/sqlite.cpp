@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/sqlite.hpp"
 
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/tree_tracker.hpp"
 
 #include "loaderlens/proc_text.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/worker_rule.hpp"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/worker_slots.hpp"
 
 namespace loaderlens {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Telling the three dataset kinds apart and measuring them: what the reference loader needs to
 // address record i (file, offset, record size, count).
 #include "loaderlens/probes/dataset.hpp"

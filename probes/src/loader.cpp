@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "loaderlens/probes/loader.hpp"
 
 #include "loader_events.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the loader tells the recorder, through two files a Python training script could write too:
 //  - LOADERLENS_MARKERS: one line per marker, "@BOOTTIME_NS text" (exact time) or just "text";
 //  - LOADERLENS_LOADER_EVENTS: JSON lines (config, worker, epoch, end), read into the recording

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The names of the loader's knobs, as the command line spells them.
 #include "loaderlens/probes/loader.hpp"
 

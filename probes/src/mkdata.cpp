@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `loaderlens mkdata`: datasets of known size and deterministic content, written with bounded
 // memory under a temporary name and renamed into place.
 #include "loaderlens/probes/mkdata.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The .npy format as numpy/lib/format.py writes it: the magic "\x93NUMPY", a version (1.0, 2.0,
 // 3.0), a little-endian header length (u16 for 1.0, u32 after), a Python dict literal padded with
 // spaces so that the data start at a multiple of 64 bytes, a '\n', then the array data.

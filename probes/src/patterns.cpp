@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Access patterns of the reference loader (see patterns.hpp). Every random choice comes from our
 // own generator and our own bounded-integer and shuffle code, not from <random>'s distributions
 // or std::shuffle, whose results differ between standard libraries: a (seed, epoch) must name the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which records the loader has finished reading, for the recorder to set residency against reads
 // (readahead and fault-around amplification). Emitted as "progress" events (docs/recording.md).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads samples of a dataset the way a PyTorch Dataset's __getitem__ would, per read mode.
 // Constructed in the main process (np.load(mmap_mode='r') or lmdb.open in Dataset.__init__),
 // then used in the workers it forks: maps and file descriptors are inherited.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "shared_buffers.hpp"
 
 #include "loaderlens/probes/loader.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory the loader moves batches through: the shared-memory batch buffers the workers fill
 // (PyTorch puts each batch's tensors in /dev/shm), and the locked staging buffers of pin_memory.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // splitmix64 (Steele, Lea and Flood, 2014), shared by the access patterns, the dataset content and
 // the worker seeds: tiny, fast, and specified bit for bit, so sequences are the same everywhere.
 #pragma once

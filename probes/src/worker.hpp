@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The worker side of the loader, and the messages between main and workers.
 // Tasks go main -> worker on one pipe per worker; results come back on one pipe shared by all
 // workers: a result is smaller than PIPE_BUF, so each write() lands whole.

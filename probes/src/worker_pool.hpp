@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The main process's side of the workers: forking them, sending tasks, taking results, and
 // noticing a worker that died.
 #pragma once

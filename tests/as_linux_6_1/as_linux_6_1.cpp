@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs a command as on Debian 12's stock kernel, Linux 6.1, as far as the residency tier can tell:
 // a seccomp filter answers cachestat(2) with ENOSYS (it came in 6.5) and the PAGEMAP_SCAN ioctl
 // with ENOTTY (6.7; on 6.1 the pagemap file has no ioctl at all). The test binary's residency

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A real PyTorch job as users write them: a helper started with subprocess before the DataLoader
 # (a metrics sampler here; wandb, tensorboard or compile workers in real jobs), then a DataLoader
 # with W workers over a memory-mapped .npy for E epochs. Run under `loaderlens record`; the test

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Job control as a real SLURM records it: loaderlens record inside srun steps.
 
 Usage: slurm_job_control.py LOADERLENS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // loaderlens-test-workload: a process tree with known memory, for the integration tests and the
 // README's first command until the reference loader lands.
 //

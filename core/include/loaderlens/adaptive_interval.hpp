@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Keeps a tier's CPU under its share of the recorder's budget: the tier measures the CPU time of
 // each run, and its interval is stretched to cost / budget whenever that exceeds the nominal one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory cgroup a process is charged to (v2 or v1) and the system-wide figures.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The recording clock: milliseconds since the recording started, on CLOCK_BOOTTIME so that
 // process start times from /proc/PID/stat (ticks since boot) land on the same axis.
 #pragma once

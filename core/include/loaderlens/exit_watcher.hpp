@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Exit statuses of processes that are not the recorder's children. DataLoader workers are
 // children of main, which reaps them, often between two scans: neither a zombie is seen nor can
 // the recorder wait for them. A pidfd opened when the tracker first sees a process keeps its exit

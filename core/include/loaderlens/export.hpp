@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time series export of a recording.
 //  - CSV, one row per figure ("long" form, ready for a pivot in pandas or R):
 //      t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib

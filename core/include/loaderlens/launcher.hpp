@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Starts the command to record, the way /usr/bin/time does, and tells exec failures apart.
 #pragma once
 

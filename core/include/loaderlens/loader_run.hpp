@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the reference loader (probes/, `loaderlens replay`) reports about its run: its
 // configuration, which process is which worker, and per-epoch throughput. The loader writes JSON
 // lines to the file named by LOADERLENS_LOADER_EVENTS (format: docs/recording.md, "Loader

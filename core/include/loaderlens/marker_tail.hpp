@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Follows the marker file named by LOADERLENS_MARKERS: every complete line appended to it by any
 // program (e.g. `print(f"epoch {e}", file=open(os.environ["LOADERLENS_MARKERS"], "a"))`) becomes a
 // marker stamped with the time it was read (within one fast tick), or, for a line

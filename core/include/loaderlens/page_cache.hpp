@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Page-cache residency of one file, read the cheapest way the kernel allows:
 //  - cachestat(2) (Linux >= 6.5): cached, dirty, writeback, evicted and recently evicted pages of a
 //    range in one call, without mapping the file;

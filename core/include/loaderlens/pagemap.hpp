@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which pages of a process's mappings are present (mapped in its page tables), from
 // /proc/PID/pagemap: the PAGEMAP_SCAN ioctl (Linux >= 6.7) returns runs of matching pages and is
 // several times cheaper than reading 8 bytes per page, which is the fallback.

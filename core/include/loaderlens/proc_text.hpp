@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Parsers for the text files of /proc. Pure functions over strings so that captured texts can be
 // used as test fixtures; the samplers own the reading.
 #pragma once

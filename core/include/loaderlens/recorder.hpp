@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writes a recording: one SQLite file in WAL mode (schema: docs/recording.md). The session calls
 // commit() at least once a second, so a recorder killed with SIGKILL loses at most that second;
 // finish() checkpoints the WAL into the main file and leaves a single self-contained file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads a recording, finished or still being written (WAL lets one writer and many readers work
 // at once). The CLI report, the export and the GUI all read through this one API; `since_ms`
 // lets a live reader fetch only what is new.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run summary that `report` prints: per process, per mapped file and for the whole tree.
 // Built from a Recording by pure functions; rendered as text or JSON.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Page residency of files, along the file: what the page cache holds (global) and what each
 // process has mapped and present (its RSS of that file), both counted in pages per bucket of
 // file offsets so that a heatmap (offset x time) can be drawn. Sources: docs/figures.md.

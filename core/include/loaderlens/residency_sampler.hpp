@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Residency tier: for every regular data file the tree maps (and every file asked for), the page
 // cache along the file (PageCacheProbe) and each process's present pages of it (PagemapReader),
 // counted per bucket of file offsets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a sampling run hands to the recorder: one timestamp, whatever tiers ran, tree changes.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The per-process samplers, one small class per tier (see docs/figures.md for each figure's
 // source). Each keeps per-process state keyed by ProcessKey and is told when a process is gone.
 #pragma once

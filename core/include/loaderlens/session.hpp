@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A recording session: the sampling threads and the hand-over of their batches to the recorder.
 //
 // Two sampling threads, so that a slow smaps walk of a large worker never delays the 10 Hz RSS:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A thin RAII layer over the SQLite C API: only what the recorder and the reader need. It names
 // SQLite's handle types by declaration only: SQLite's own header stays inside core/src.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Finds the tracked process tree every tick: the root and all its descendants (grandchildren too),
 // with births, exits, roles and worker slots. Identity is (pid, start time): a reused PID is a new
 // process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Plain value types that cross module borders (samplers -> recorder -> recording -> report/GUI).
 // Every memory figure is an optional: an empty value means "unavailable" (permission, field missing
 // on this kernel, process gone), which the tool must show as such and never as 0.

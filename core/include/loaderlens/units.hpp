@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How sizes are written for people, in one place for the report, the CLI and the GUI.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which processes of the tree are data-loader workers. A worker is
 //  - a process whose comm or command line matches --worker-match, when it is given (and then
 //    nothing else is); otherwise

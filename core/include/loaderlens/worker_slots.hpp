@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Worker slots: the n-th live worker keeps slot n across generations, so that a plot shows
 // "worker 3" as one line even when non-persistent workers are re-forked every epoch.
 #pragma once

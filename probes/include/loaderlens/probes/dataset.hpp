@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Datasets the reference loader reads: .npy arrays, raw fixed-size records, LMDB environments.
 // A dataset is a sequence of records (samples) of equal size; index i is the i-th record.
 #pragma once
@@ -23,10 +24,10 @@ const char* to_string(DatasetKind kind);
 struct NpyHeader {
     int major_version = 1;
     int minor_version = 0;
-    std::string descr;         // numpy dtype descr, e.g. "<f4", "|u1", ">i8"
+    std::string descr; // numpy dtype descr, e.g. "<f4", "|u1", ">i8"
     bool fortran_order = false;
     std::vector<std::int64_t> shape;
-    std::int64_t itemsize = 0; // bytes per element, from descr
+    std::int64_t itemsize = 0;    // bytes per element, from descr
     std::int64_t data_offset = 0; // bytes from the start of the file to the array data
 };
 
@@ -47,8 +48,8 @@ std::string make_npy_header(const std::string& descr, const std::vector<std::int
 // What the loader needs to know about a dataset.
 struct DatasetLayout {
     DatasetKind kind = DatasetKind::raw;
-    std::string path;          // as given: the file, or the LMDB environment directory
-    std::string data_file;     // the file whose pages the loader maps: path, or path/data.mdb
+    std::string path;      // as given: the file, or the LMDB environment directory
+    std::string data_file; // the file whose pages the loader maps: path, or path/data.mdb
     std::int64_t record_count = 0;
     std::int64_t record_bytes = 0;
     std::int64_t data_offset = 0; // npy: header size; raw: 0; lmdb: unused (0)

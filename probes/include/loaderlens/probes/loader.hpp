@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference loader: a C++ re-creation of the PyTorch DataLoader's process model.
 //
 // The main process runs the sampler and the batching, forks W workers, sends batch k of an epoch
@@ -73,7 +74,7 @@ struct EpochStats {
     int generation = 0; // of the workers that loaded it
     std::int64_t start_boot_ns = 0, end_boot_ns = 0;
     std::int64_t samples = 0, batches = 0;
-    std::int64_t bytes_read = 0; // bytes the workers took from the dataset
+    std::int64_t bytes_read = 0;                  // bytes the workers took from the dataset
     std::vector<std::int64_t> batches_per_worker; // by worker id (empty with workers == 0)
     double seconds() const { return (end_boot_ns - start_boot_ns) / 1e9; }
     double samples_per_second() const;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Dataset generators (`loaderlens mkdata`): deterministic content from a seed.
 #pragma once
 
@@ -9,14 +10,14 @@ namespace loaderlens::probes {
 
 struct MkdataOptions {
     DatasetKind kind = DatasetKind::npy;
-    std::string path;                        // file (npy, raw) or directory (lmdb)
-    std::int64_t count = 0;                  // records
-    std::vector<std::int64_t> sample_shape;  // npy: shape of one record; file shape = (count, ...)
-    std::string dtype = "f4";                // npy: numpy code (f4 f8 f2 i1 i2 i4 i8 u1 u2 u4 u8 b1)
-    int npy_version = 0;                     // 0 = the lowest version that fits
-    std::int64_t record_bytes = 0;           // raw: record size; lmdb: value size
+    std::string path;                       // file (npy, raw) or directory (lmdb)
+    std::int64_t count = 0;                 // records
+    std::vector<std::int64_t> sample_shape; // npy: shape of one record; file shape = (count, ...)
+    std::string dtype = "f4";               // npy: numpy code (f4 f8 f2 i1 i2 i4 i8 u1 u2 u4 u8 b1)
+    int npy_version = 0;                    // 0 = the lowest version that fits
+    std::int64_t record_bytes = 0;          // raw: record size; lmdb: value size
     std::uint64_t seed = 0;
-    bool force = false;                      // replace an existing file or directory
+    bool force = false; // replace an existing file or directory
     // Called now and then with bytes written so far and in all (for a progress bar).
     std::function<void(std::int64_t done, std::int64_t total)> progress;
 };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Access patterns of the reference loader: which samples an epoch visits, in which order, and how
 // they are batched and handed to workers. Pure functions of (options, dataset size, epoch), so
 // every sequence is reproducible and testable without processes.
@@ -26,15 +27,15 @@ struct PatternOptions {
     // random (with replacement), zipf, windows: samples drawn per epoch; 0 = the dataset size
     // (windows: dataset size / window).
     std::int64_t num_samples = 0;
-    int rank = 0, world = 1;      // distributed: this rank's share of a padded, shuffled epoch
-    std::int64_t shard_size = 0;  // shards: records per shard; 0 = 1024
-    double zipf_s = 1.1;          // zipf: exponent of the rank-frequency law
-    std::int64_t window = 0;      // windows: records per span (required for windows)
+    int rank = 0, world = 1;         // distributed: this rank's share of a padded, shuffled epoch
+    std::int64_t shard_size = 0;     // shards: records per shard; 0 = 1024
+    double zipf_s = 1.1;             // zipf: exponent of the rank-frequency law
+    std::int64_t window = 0;         // windows: records per span (required for windows)
     std::vector<std::int64_t> trace; // trace: the indices, replayed identically every epoch
-    double subset = 1.0;          // random_split: fraction of the dataset kept (0, 1]
+    double subset = 1.0;             // random_split: fraction of the dataset kept (0, 1]
     std::int64_t batch = 1;
     bool drop_last = false;
-    int workers = 0;              // 0: the main process loads (PyTorch num_workers=0)
+    int workers = 0; // 0: the main process loads (PyTorch num_workers=0)
 };
 
 // One item of a batch: `count` consecutive records from `index` (count > 1 only for windows).
