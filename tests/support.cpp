@@ -9,6 +9,7 @@
 #include <fstream>
 #include <poll.h>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -147,6 +148,14 @@ RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
     result.out = slurp(out_path);
     result.err = slurp(err_path);
     return result;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
 }
 
 std::string cli_path() {

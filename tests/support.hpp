@@ -57,6 +57,9 @@ struct RunResult {
 RunResult run(const std::vector<std::string>& argv,
               std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// The lines of a text (a command's output), without their newlines.
+std::vector<std::string> lines_of(const std::string& text);
+
 std::string cli_path();
 std::string workload_path();
 // The argv of the test workload over `file`.

@@ -27,14 +27,6 @@ json report_json(const std::string& path) {
     return json::parse(r.out);
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        out.push_back(line);
-    return out;
-}
-
 // Runs one SQL statement on the file with python3's sqlite3 (not ours); returns its row count.
 std::string python_sql(const std::string& path, const std::string& statement,
                        const std::vector<std::string>& values = {}) {

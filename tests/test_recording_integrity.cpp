@@ -36,14 +36,6 @@ std::string secs(std::int64_t ms) {
     return text;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        out.push_back(line);
-    return out;
-}
-
 json report_json(const std::string& path) {
     const auto r = run({cli_path(), "report", "--json", path});
     BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
