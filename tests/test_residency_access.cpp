@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <grp.h>
 #include <map>
 #include <poll.h>
@@ -36,6 +37,8 @@ namespace tt = boost::test_tools;
 using namespace std::chrono_literals;
 
 namespace {
+
+using Put = std::function<void(const std::string& key, const std::string& value)>;
 
 // Reads a forked child's report (key=value lines) until it closes the pipe, and reaps it.
 std::map<std::string, std::string> collect_report(pid_t pid, int fd) {
@@ -60,6 +63,27 @@ std::map<std::string, std::string> collect_report(pid_t pid, int fd) {
         if (auto eq = line.find('='); eq != std::string::npos)
             report[line.substr(0, eq)] = line.substr(eq + 1);
     return report;
+}
+
+// Runs `body` in a forked copy of the test process (where it may drop privileges or install a
+// seccomp filter without touching the test) and returns what it put, as key=value.
+std::map<std::string, std::string> report_from_child(const std::function<void(const Put&)>& body) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string out;
+        body([&](const std::string& key, const std::string& value) {
+            out += key + "=" + value + "\n";
+        });
+        const ssize_t ignored = ::write(fds[1], out.data(), out.size());
+        (void)ignored;
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    return collect_report(pid, fds[0]);
 }
 
 std::string join(const BucketCounts& counts) {
@@ -89,16 +113,7 @@ BOOST_AUTO_TEST_CASE(unprivileged_user_gets_unavailable_never_a_count, *LOADERLE
     const auto own_page = reinterpret_cast<std::uint64_t>(&layout) & ~std::uint64_t{4095};
     const pid_t test_pid = ::getpid();
 
-    int fds[2];
-    BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    const pid_t pid = ::fork();
-    BOOST_REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        std::string out;
-        auto put = [&](const std::string& key, const std::string& value) {
-            out += key + "=" + value + "\n";
-        };
+    auto report = report_from_child([&](const Put& put) {
         if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) {
             put("uid", std::string("setuid failed: ") + std::strerror(errno));
         } else {
@@ -141,12 +156,7 @@ BOOST_AUTO_TEST_CASE(unprivileged_user_gets_unavailable_never_a_count, *LOADERLE
             put("pagemap.ok", ok ? "true" : "false");
             put("pagemap.runs", std::to_string(runs));
         }
-        const ssize_t ignored = ::write(fds[1], out.data(), out.size());
-        (void)ignored;
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    auto report = collect_report(pid, fds[0]);
+    });
     BOOST_REQUIRE_EQUAL(report["uid"], "65534");
     // e.g. a $TMPDIR below a directory nobody cannot enter
     if (!precondition(report["readable.open"] == "ok",
@@ -279,16 +289,7 @@ BOOST_AUTO_TEST_CASE(pagemap_scan_refused_falls_back_to_entries) {
     for (int refusal : {ENOTTY, EPERM, EINVAL, 0}) {
         BOOST_TEST_CONTEXT("PAGEMAP_SCAN " << (refusal ? std::strerror(refusal) : "allowed")) {
             make_cold(path);
-            int fds[2];
-            BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-            const pid_t pid = ::fork();
-            BOOST_REQUIRE(pid >= 0);
-            if (pid == 0) {
-                ::close(fds[0]);
-                std::string out;
-                auto put = [&](const std::string& key, const std::string& value) {
-                    out += key + "=" + value + "\n";
-                };
+            auto report = report_from_child([&](const Put& put) {
                 const auto bytes = static_cast<std::size_t>(file_pages * page_size());
                 const int fd = ::open(path.c_str(), O_RDONLY);
                 auto* base = static_cast<volatile char*>(
@@ -334,12 +335,7 @@ BOOST_AUTO_TEST_CASE(pagemap_scan_refused_falls_back_to_entries) {
                         put("sampler.buckets." + std::to_string(row.file_id), join(row.buckets));
                     }
                 }
-                const ssize_t ignored = ::write(fds[1], out.data(), out.size());
-                (void)ignored;
-                ::_exit(0);
-            }
-            ::close(fds[1]);
-            auto report = collect_report(pid, fds[0]);
+            });
             const std::string error = report.contains("error") ? report.at("error") : "";
             BOOST_REQUIRE_MESSAGE(error.empty(), error);
             const std::string expected = refusal ? "pagemap" : expected_pagemap_method(true);

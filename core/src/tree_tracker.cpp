@@ -70,8 +70,12 @@ std::optional<ProcessFacts> TreeTracker::facts_of(pid_t pid) const {
     return ProcessFacts{pid, stat->ppid, stat->comm, read_cmdline(pid), layout_of(*stat)};
 }
 
+Role TreeTracker::role_by_rule(const ProcessInfo& info) const {
+    return rule_.role_of(facts_of(info), [this](pid_t pid) { return facts_of(pid); });
+}
+
 void TreeTracker::assign_role(ProcessInfo& info) {
-    info.role = rule_.role_of(facts_of(info), [this](pid_t pid) { return facts_of(pid); });
+    info.role = role_by_rule(info);
     if (info.role == Role::worker) {
         auto [slot, generation] = slots_.acquire();
         info.slot = slot;
@@ -81,7 +85,7 @@ void TreeTracker::assign_role(ProcessInfo& info) {
 
 void TreeTracker::reassign_role(ProcessInfo& info) {
     if (info.role == Role::main) return;
-    const Role role = rule_.role_of(facts_of(info), [this](pid_t pid) { return facts_of(pid); });
+    const Role role = role_by_rule(info);
     if (role == info.role) return;
     if (info.role == Role::worker) { // caught before its exec: it was never a worker
         slots_.cancel(info.slot);

@@ -65,6 +65,7 @@ class TreeTracker {
     static constexpr std::int64_t young_ms = 3000;
     std::optional<ProcessFacts> facts_of(pid_t pid) const;
     ProcessFacts facts_of(const ProcessInfo& info) const;
+    Role role_by_rule(const ProcessInfo& info) const;
     void assign_role(ProcessInfo& info);
     void reassign_role(ProcessInfo& info);
     std::vector<Listed> list_proc() const;
