@@ -21,22 +21,24 @@ std::optional<std::string> environment(const char* name) {
 }
 
 void print_summary_text(const probes::LoaderSummary& s, const probes::LoaderOptions& o) {
-    fmt::print("loaded {}: {} x {} B records, pattern {}, {} workers, batch {}, prefetch {}{}{}\n",
-               s.dataset.description, s.dataset.record_count, s.dataset.record_bytes,
-               probes::to_string(o.pattern.pattern), o.pattern.workers, o.pattern.batch, o.prefetch,
-               o.persistent ? ", persistent" : "", o.pin ? ", pin" : "");
+    std::cout << fmt::format(
+        "loaded {}: {} x {} B records, pattern {}, {} workers, batch {}, prefetch {}{}{}\n",
+        s.dataset.description, s.dataset.record_count, s.dataset.record_bytes,
+        probes::to_string(o.pattern.pattern), o.pattern.workers, o.pattern.batch, o.prefetch,
+        o.persistent ? ", persistent" : "", o.pin ? ", pin" : "");
     for (const auto& e : s.epochs)
-        fmt::print("epoch {} (workers generation {}): {} samples in {} batches, {:.2f} s, "
-                   "{:.0f} samples/s, {:.1f} MiB/s, {} read\n",
-                   e.epoch, e.generation, e.samples, e.batches, e.seconds(), e.samples_per_second(),
-                   e.mib_per_second(), format_kib(e.bytes_read / 1024, SizeStyle::spaced));
+        std::cout << fmt::format(
+            "epoch {} (workers generation {}): {} samples in {} batches, {:.2f} s, "
+            "{:.0f} samples/s, {:.1f} MiB/s, {} read\n",
+            e.epoch, e.generation, e.samples, e.batches, e.seconds(), e.samples_per_second(),
+            e.mib_per_second(), format_kib(e.bytes_read / 1024, SizeStyle::spaced));
     if (s.batch_ring_bytes > 0)
-        fmt::print("batch buffers in /dev/shm: {}\n",
-                   format_kib(s.batch_ring_bytes / 1024, SizeStyle::spaced));
+        std::cout << fmt::format("batch buffers in /dev/shm: {}\n",
+                                 format_kib(s.batch_ring_bytes / 1024, SizeStyle::spaced));
     if (s.pin_staging_bytes > 0)
-        fmt::print("pinned staging: {}{}\n",
-                   format_kib(s.pin_staging_bytes / 1024, SizeStyle::spaced),
-                   s.pin_problem.empty() ? " (locked)" : " (NOT locked: " + s.pin_problem + ")");
+        std::cout << fmt::format(
+            "pinned staging: {}{}\n", format_kib(s.pin_staging_bytes / 1024, SizeStyle::spaced),
+            s.pin_problem.empty() ? " (locked)" : " (NOT locked: " + s.pin_problem + ")");
 }
 
 void print_summary_json(const probes::LoaderSummary& s) {
@@ -79,13 +81,17 @@ Runner add_load(CLI::App& app) {
         options->markers_path = environment("LOADERLENS_MARKERS");
         options->events_path = environment("LOADERLENS_LOADER_EVENTS");
         try {
+            if (auto problem = dataset_bounds_problem(
+                    *options, probes::inspect_dataset(options->dataset, options->record_bytes))) {
+                print_error(*problem);
+                return exit_bad_input;
+            }
             const probes::LoaderSummary summary = probes::run_loader(*options);
             if (o->json)
                 print_summary_json(summary);
             else if (!o->quiet)
                 print_summary_text(summary, *options);
-            std::cout.flush();
-            return std::cout ? exit_ok : exit_internal;
+            return exit_ok; // main() checks standard output
         } catch (const probes::LoaderRunError& e) {
             print_error(e.what());
             return exit_internal;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "loader_options.hpp"
 
+#include "numeric_option.hpp"
+
 #include <charconv>
+#include <cstdint>
 
 namespace loaderlens::cli {
 
@@ -13,27 +16,35 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
     g->add_option("--pattern", f.pattern,
                   "sequential, shuffle, random, distributed, shards, zipf, windows, trace")
         ->capture_default_str();
-    g->add_option("--batch", f.batch, "Samples per batch")->capture_default_str();
+    add_whole_number_option<std::int64_t>(g, "--batch", f.batch, 1, max_batch, "Samples per batch");
     g->add_flag("--drop-last", f.drop_last, "Drop the last incomplete batch");
-    g->add_option("--epochs", f.epochs, "Epochs")->capture_default_str();
-    g->add_option("--seed", f.seed, "Seed of every random choice")->capture_default_str();
+    add_whole_number_option(g, "--epochs", f.epochs, 1, max_epochs, "Epochs");
+    add_whole_number_option<std::uint64_t>(g, "--seed", f.seed, 0, UINT64_MAX,
+                                           "Seed of every random choice");
     g->add_option("--subset", f.subset, "random_split: fraction of the dataset used");
-    g->add_option("--num-samples", f.num_samples, "random, zipf, windows: samples per epoch");
-    g->add_option("--rank", f.rank, "distributed: this rank");
-    g->add_option("--world", f.world, "distributed: number of ranks");
-    g->add_option("--shard-size", f.shard_size, "shards: records per shard (default 1024)");
+    add_whole_number_option<std::int64_t>(
+        g, "--num-samples", f.num_samples, 0, max_num_samples,
+        "random, zipf, windows: samples per epoch (0: the pattern's default; main holds an "
+        "epoch's indices, 8 bytes each)");
+    add_whole_number_option(g, "--rank", f.rank, 0, max_world - 1, "distributed: this rank");
+    add_whole_number_option(g, "--world", f.world, 1, max_world,
+                            "distributed: number of ranks, at most one per record");
+    add_whole_number_option<std::int64_t>(g, "--shard-size", f.shard_size, 0, max_records,
+                                          "shards: records per shard (0: 1024)");
     g->add_option("--zipf-s", f.zipf_s, "zipf: exponent")->capture_default_str();
-    g->add_option("--window", f.window, "windows: records per span");
+    add_whole_number_option<std::int64_t>(g, "--window", f.window, 0, max_records,
+                                          "windows: records per span");
     g->add_option("--trace", f.trace, "trace: file with one sample index per line");
     auto* p = sub->add_option_group("Processes");
-    p->add_option("--workers", f.workers, "Worker processes (0: main loads)")
-        ->capture_default_str();
-    p->add_option("--prefetch", f.prefetch, "Batches in flight per worker")->capture_default_str();
+    add_whole_number_option(p, "--workers", f.workers, 0, max_in_flight,
+                            "Worker processes (0: main loads)");
+    add_whole_number_option(p, "--prefetch", f.prefetch, 1, max_in_flight,
+                            "Batches in flight per worker");
     p->add_flag("--persistent", f.persistent, "Keep workers across epochs");
     p->add_flag("--pin", f.pin, "Copy batches into locked staging memory (pin_memory)");
-    p->add_option("--cow-heap", f.cow_heap_mib,
-                  "MiB of small objects main builds before fork; workers touch them like "
-                  "CPython refcounts");
+    add_whole_number_option<std::int64_t>(p, "--cow-heap", f.cow_heap_mib, 0, max_cow_heap_mib,
+                                          "MiB of small objects main builds before fork; workers "
+                                          "touch them like CPython refcounts");
     p->add_option("--step-time", f.step_time, "Simulated training step per batch (5ms, 200us)")
         ->capture_default_str();
     p->add_option("--epoch-pause", f.epoch_pause, "Pause after each epoch (1s, 500ms)")
@@ -113,6 +124,17 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     o.step_us = *step;
     o.epoch_pause_ms = *pause / 1000;
     return o;
+}
+
+std::optional<std::string> dataset_bounds_problem(const probes::LoaderOptions& options,
+                                                  const probes::DatasetLayout& layout) {
+    // DistributedSampler pads the epoch to a multiple of the world size: with more ranks than
+    // records most ranks would only repeat padding, and the padded epoch grows with the world.
+    if (options.pattern.pattern == probes::Pattern::distributed &&
+        options.pattern.world > layout.record_count)
+        return "--world " + std::to_string(options.pattern.world) + ": more ranks than the " +
+               std::to_string(layout.record_count) + " records of " + layout.path;
+    return std::nullopt;
 }
 
 std::vector<std::string> to_load_arguments(const LoaderFlags& f) {

@@ -41,10 +41,25 @@ struct LoaderFlags {
     std::string epoch_pause = "0";
 };
 
+// Bounds of the whole-number flags (the loader's own checks refine them against the dataset):
+// what the loader can do, and far enough from 2^63 that no product of them overflows.
+inline constexpr std::int64_t max_batch = 1 << 24;
+inline constexpr int max_epochs = 1'000'000;
+inline constexpr std::int64_t max_num_samples = 1 << 28; // 2 GiB of indices in main per epoch
+inline constexpr int max_world = 1 << 20;
+inline constexpr std::int64_t max_records = std::int64_t{1} << 40;
+inline constexpr int max_in_flight = 4096; // prefetch x workers, as the loader allows
+inline constexpr std::int64_t max_cow_heap_mib = 1 << 20;
+
 void add_loader_flags(CLI::App* sub, LoaderFlags& flags);
 
 // The loader's options, or nothing after a one-line error naming the flag.
 std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& flags);
+
+// What the options ask of this dataset that it cannot give (a one-line reason naming the flag),
+// once the loader's own checks have passed: more ranks than records.
+std::optional<std::string> dataset_bounds_problem(const probes::LoaderOptions& options,
+                                                  const probes::DatasetLayout& layout);
 
 // Arguments that make `loaderlens load` run exactly these options (the dataset last, after --).
 std::vector<std::string> to_load_arguments(const LoaderFlags& flags);

@@ -2,11 +2,37 @@
 // loaderlens: thin glue between the command line and core/.
 #include "commands.hpp"
 #include "dash_arguments.hpp"
+#include "fd_output_buffer.hpp"
+#include "loaderlens/launcher.hpp"
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <new>
+#include <unistd.h>
 
-int main(int argc, char** argv) {
+namespace {
+
+// Standard output goes through a buffer that keeps why a write failed. Never destroyed: the
+// runtime flushes std::cout after every static object is gone.
+loaderlens::cli::FdOutputBuffer* const standard_output =
+    new loaderlens::cli::FdOutputBuffer(STDOUT_FILENO);
+
+// A full disk or a closed pipe must not pass for a complete output: exit 1. A closed pipe
+// (`export ... | head -1`) is the reader's choice and needs no message.
+int finish_standard_output(int exit_code) {
+    std::cout.flush();
+    const int error = standard_output->error();
+    if (error == 0) return exit_code;
+    if (error != EPIPE)
+        loaderlens::cli::print_error(std::string("standard output: cannot write: ") +
+                                     std::strerror(error));
+    return exit_code == loaderlens::cli::exit_ok ? loaderlens::cli::exit_internal : exit_code;
+}
+
+int run(int argc, char** argv) {
     using namespace loaderlens::cli;
     CLI::App app{"loaderlens: the memory of data-loader worker processes, over time", "loaderlens"};
     app.require_subcommand(1);
@@ -42,6 +68,9 @@ int main(int argc, char** argv) {
     try {
         for (CLI::App* sub : app.get_subcommands())
             if (auto it = runners.find(sub); it != runners.end()) return it->second();
+    } catch (const std::bad_alloc&) {
+        print_error("out of memory");
+        return exit_internal;
     } catch (const std::exception& e) {
         print_error(e.what());
         return exit_internal;
@@ -49,8 +78,37 @@ int main(int argc, char** argv) {
     return exit_internal;
 }
 
+} // namespace
+
+int main(int argc, char** argv) {
+    // What the command of `record` gets back (nohup's ignored SIGHUP, say), before we change it.
+    loaderlens::remember_inherited_signal_dispositions();
+    // A closed pipe is a write error (EPIPE, exit 1), not a death by SIGPIPE. And children are
+    // waited for, even if we were started with SIGCHLD ignored.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGCHLD, SIG_DFL);
+    std::cout.rdbuf(standard_output);
+    return finish_standard_output(run(argc, argv));
+}
+
 namespace loaderlens::cli {
 void print_error(const std::string& message) {
-    std::cerr << "loaderlens: " << message << "\n";
+    // One line whatever the message holds: a file name or a library's text with a newline or
+    // another control character gets it escaped.
+    std::string line;
+    for (unsigned char c : message) {
+        if (c == '\n')
+            line += "\\n";
+        else if (c == '\t')
+            line += "\\t";
+        else if (c < 0x20 || c == 0x7f) {
+            static const char hex[] = "0123456789abcdef";
+            line += "\\x";
+            line += hex[c >> 4];
+            line += hex[c & 15];
+        } else
+            line += static_cast<char>(c);
+    }
+    std::cerr << "loaderlens: " << line << "\n";
 }
 } // namespace loaderlens::cli

@@ -3,12 +3,16 @@
 // content for the reference loader (docs/datasets.md).
 #include "commands.hpp"
 #include "loaderlens/probes/mkdata.hpp"
+#include "numeric_option.hpp"
+#include "output_checks.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -21,6 +25,20 @@ namespace loaderlens::cli {
 namespace {
 
 namespace probes = loaderlens::probes;
+
+// 2^62 records: the dataset's byte size is checked for overflow after this.
+constexpr std::int64_t max_mkdata_count = std::int64_t{1} << 62;
+
+// Whether the dataset could not be written because the disk (or quota) is full: exit 1, "the
+// output could not be written", not bad input. probes reports every write failure as a
+// DatasetError ending in "(<strerror>)", so the reason is read from there.
+bool is_out_of_space(const probes::DatasetError& e) {
+    const std::string message = e.what();
+    for (int error : {ENOSPC, EDQUOT, EFBIG, EIO})
+        if (message.find(std::string("(") + std::strerror(error) + ")") != std::string::npos)
+            return true;
+    return false;
+}
 
 // "3x32x32" (or "3,32,32") -> {3, 32, 32}; "" -> {} (each record one element).
 std::optional<std::vector<std::int64_t>> parse_shape(const std::string& text) {
@@ -120,7 +138,8 @@ CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string
     sub->add_option(lmdb ? "dir" : "path", o.dataset.path,
                     lmdb ? "Environment directory to create" : "File to create")
         ->required();
-    CLI::Option* count = sub->add_option("--count", o.count, "Number of records");
+    CLI::Option* count = add_whole_number_option<std::int64_t>(
+        sub, "--count", o.count, 1, max_mkdata_count, "Number of records");
     CLI::Option* size = sub->add_option(
         "--size", o.size, "Total record bytes instead of --count (e.g. 4096, 64KiB, 256MiB, 1GiB)");
     count->excludes(size);
@@ -131,9 +150,9 @@ CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string
             ->check(CLI::IsMember(
                 {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"}))
             ->capture_default_str();
-        sub->add_option("--npy-version", o.dataset.npy_version,
-                        ".npy format version (default: the lowest that fits)")
-            ->check(CLI::Range(1, 3));
+        add_whole_number_option<int>(
+            sub, "--npy-version", [&o](int version) { o.dataset.npy_version = version; }, 1, 3,
+            ".npy format version (default: the lowest that fits)");
     } else if (kind == probes::DatasetKind::raw) {
         sub->add_option("--record-size", o.record_size, "Bytes per record (e.g. 4096, 64KiB)")
             ->required();
@@ -141,8 +160,8 @@ CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string
         sub->add_option("--value-size", o.value_size, "Bytes per value (e.g. 4096, 64KiB)")
             ->required();
     }
-    sub->add_option("--seed", o.dataset.seed, "Content seed: same seed, same bytes")
-        ->capture_default_str();
+    add_whole_number_option<std::uint64_t>(sub, "--seed", o.dataset.seed, 0, UINT64_MAX,
+                                           "Content seed: same seed, same bytes");
     sub->add_flag("--force", o.dataset.force, "Replace an existing dataset");
     return sub;
 }
@@ -215,6 +234,10 @@ Runner add_mkdata(CLI::App& app) {
                           : raw->parsed() ? DatasetKind::raw
                                           : DatasetKind::lmdb;
         ProgressBar bar(o->dataset.path);
+        if (auto problem = output_name_problem("", o->dataset.path)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         try {
             if (!complete_options(*o)) return exit_bad_input;
             o->dataset.progress = [&bar](std::int64_t done, std::int64_t total) {
@@ -233,12 +256,11 @@ Runner add_mkdata(CLI::App& app) {
                       << (error ? std::string("size unknown")
                                 : format_bytes(static_cast<std::int64_t>(bytes)))
                       << "\n";
-            std::cout.flush();
-            return std::cout ? exit_ok : exit_internal;
+            return exit_ok; // main() checks standard output
         } catch (const probes::DatasetError& e) {
             bar.clear();
             print_error(e.what());
-            return exit_bad_input;
+            return is_out_of_space(e) ? exit_internal : exit_bad_input;
         } catch (const Interrupted&) {
             bar.clear();
             print_error("interrupted; nothing written to " + o->dataset.path);

@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace loaderlens::cli {
@@ -17,11 +16,6 @@ std::string environment_or(const char* name, const std::string& fallback) {
 
 bool in_slurm_job() {
     return !environment_or("SLURM_JOB_ID", "").empty();
-}
-
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
 }
 
 } // namespace
@@ -80,25 +74,6 @@ std::string numbered_name(const std::string& name, int n) {
     const std::string extension = path.extension().string();
     const std::string stem = name.substr(0, name.size() - extension.size());
     return stem + "." + std::to_string(n) + extension;
-}
-
-CreatedRecorder create_recorder(const std::string& path, bool overwrite, bool no_clobber) {
-    CreatedRecorder created{nullptr, path, path};
-    if (overwrite || no_clobber) {
-        created.recorder = std::make_unique<Recorder>(path, overwrite);
-        return created;
-    }
-    // The Recorder creates its file with O_EXCL: two tasks that race for one name get two.
-    for (int n = 0;; ++n) {
-        created.path = n == 0 ? path : numbered_name(path, n);
-        if (n > 0 && exists(created.path)) continue;
-        try {
-            created.recorder = std::make_unique<Recorder>(created.path, false);
-            return created;
-        } catch (const RecorderError&) {
-            if (!exists(created.path) || n >= 9999) throw; // a problem other than "exists"
-        }
-    }
 }
 
 } // namespace loaderlens::cli

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Names of recordings: patterns with SLURM ids, a default that does not collide across steps and
-// tasks, and the next free name when the chosen one is taken.
+// tasks, and the numbered names tried when the chosen one is taken (recording_output.hpp).
 #pragma once
 
-#include "loaderlens/recorder.hpp"
-
-#include <memory>
 #include <string>
 
 namespace loaderlens::cli {
@@ -22,16 +19,5 @@ std::string default_output_pattern(const std::string& prefix = "");
 
 // `name` with ".N" before its extension (run.db -> run.1.db; a name without one gets ".N").
 std::string numbered_name(const std::string& name, int n);
-
-struct CreatedRecorder {
-    std::unique_ptr<Recorder> recorder;
-    std::string path;      // where it records (the expanded name, or the next free one)
-    std::string requested; // the expanded name asked for
-};
-
-// Creates the recording. When `path` exists and neither `overwrite` nor `no_clobber` is set, the
-// recording goes to the next free numbered name, so that a monitoring problem never keeps the
-// command from running. Throws RecorderError (one line) when no recording can be created.
-CreatedRecorder create_recorder(const std::string& path, bool overwrite, bool no_clobber);
 
 } // namespace loaderlens::cli

@@ -5,8 +5,10 @@
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/session.hpp"
+#include "numeric_option.hpp"
 #include "output_name.hpp"
 #include "record_options.hpp"
+#include "recording_output.hpp"
 #include "run_meta.hpp"
 #include "status_line.hpp"
 
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <iostream>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -69,25 +72,34 @@ sigset_t handled_signals() {
     return set;
 }
 
-// The marker file the command appends to: the user's own (LOADERLENS_MARKERS already set), or
-// one we create next to the recording and remove at the end.
-struct MarkerFile {
-    std::string path;
-    bool ours = false;
-    explicit MarkerFile(const std::string& output) {
-        const char* user_markers = std::getenv("LOADERLENS_MARKERS");
-        ours = !user_markers || !*user_markers;
-        // Absolute: the command may change directory before it writes a marker.
-        path = std::filesystem::absolute(ours ? output + ".markers" : user_markers).string();
-        if (ours) {
-            int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) ::close(fd);
-        }
+// The executable `name` runs (searched in PATH as execvp does), or nothing when not found.
+std::optional<std::string> executable_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return name;
+    const char* search = std::getenv("PATH");
+    std::string directories = search ? search : "/usr/local/bin:/usr/bin:/bin";
+    for (std::size_t start = 0; start <= directories.size();) {
+        std::size_t end = directories.find(':', start);
+        if (end == std::string::npos) end = directories.size();
+        std::string directory = directories.substr(start, end - start);
+        const std::string candidate = (directory.empty() ? "." : directory) + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        start = end + 1;
     }
-    void remove() const {
-        if (ours) ::unlink(path.c_str());
-    }
-};
+    return std::nullopt;
+}
+
+// What a launched command reads that the recording must never replace: the files it follows
+// (--file, replay's dataset and trace) and its own executable.
+InputFiles inputs_of(const RecordOptions& o) {
+    InputFiles inputs;
+    for (const std::string& file : o.residency_files)
+        inputs.add(file);
+    for (const std::string& file : o.inputs)
+        inputs.add(file);
+    if (!o.command.empty())
+        if (auto executable = executable_path(o.command[0])) inputs.add(*executable);
+    return inputs;
+}
 
 // What the sampling loop ended with.
 struct LoopOutcome {
@@ -176,24 +188,44 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
         }
     }
 
-    std::unique_ptr<Recorder> recorder;
-    std::string output;
+    // Blocked before any file is made: a SIGINT or SIGTERM from now on goes through the sampling
+    // loop, which ends with the sidecars removed, instead of killing us with files left behind.
+    sigset_t signals = handled_signals();
+    sigprocmask(SIG_BLOCK, &signals, nullptr);
+
+    // The marker file the command appends to: the user's own (LOADERLENS_MARKERS already set),
+    // or ours beside the recording, removed at the end.
+    const char* user_markers = std::getenv("LOADERLENS_MARKERS");
+    const bool own_markers = !attach && (!user_markers || !*user_markers);
+    RecordingRequest request{
+        .path = expand_output_name(o.output.empty() ? default_output_pattern() : o.output),
+        .overwrite = o.force,
+        .no_clobber = o.no_clobber};
+    std::vector<std::string> sidecar_variables;
+    if (!attach) {
+        if (own_markers) {
+            sidecar_variables.push_back("LOADERLENS_MARKERS");
+            request.sidecar_suffixes.push_back(".markers");
+        }
+        for (const auto& [variable, suffix] : o.sidecar_variables) {
+            sidecar_variables.push_back(variable);
+            request.sidecar_suffixes.push_back(suffix);
+        }
+        request.inputs = inputs_of(o);
+    }
+    CreatedRecorder created;
     try {
-        CreatedRecorder created = create_recorder(
-            expand_output_name(o.output.empty() ? default_output_pattern() : o.output), o.force,
-            o.no_clobber);
-        recorder = std::move(created.recorder);
-        output = created.path;
-        if (output != created.requested)
-            print_error(created.requested + " exists: recording to " + output +
+        created = create_recorder(request);
+        if (!created.taken.empty())
+            print_error(created.taken + " exists: recording to " + created.path +
                         " instead (--force overwrites, --no-clobber refuses)");
     } catch (const RecorderError& e) {
         print_error(e.what());
         return {exit_bad_input, 0};
     }
+    std::unique_ptr<Recorder>& recorder = created.recorder;
+    const std::string output = created.path;
 
-    sigset_t signals = handled_signals();
-    sigprocmask(SIG_BLOCK, &signals, nullptr);
     int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
     raise_open_file_limit();
 
@@ -201,7 +233,6 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     write_run_meta(*recorder, clock, session_options, o);
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
-    std::optional<MarkerFile> markers;
     if (attach) {
         tracker.scan_root = tracker.main_pid = *o.pid;
         recorder->set_meta("mode", "attach");
@@ -209,22 +240,21 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     } else {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-        markers.emplace(output);
-        session_options.markers_path = markers->path;
-        recorder->set_meta("markers_file", markers->path);
-        std::vector<std::pair<std::string, std::string>> environment{
-            {"LOADERLENS_MARKERS", markers->path}};
-        if (hooks.environment)
-            for (auto& variable : hooks.environment(output))
-                environment.push_back(std::move(variable));
-        Launched launched = launch(o.command, environment);
+        // Absolute: the command may change directory before it writes a marker.
+        const std::string markers_path = own_markers
+                                             ? created.sidecars.front().path()
+                                             : std::filesystem::absolute(user_markers).string();
+        session_options.markers_path = markers_path;
+        recorder->set_meta("markers_file", markers_path);
+        std::vector<std::pair<std::string, std::string>> environment;
+        if (!own_markers) environment.emplace_back("LOADERLENS_MARKERS", markers_path);
+        for (std::size_t i = 0; i < sidecar_variables.size(); ++i)
+            environment.emplace_back(sidecar_variables[i], created.sidecars[i].path());
+        Launched launched =
+            launch(o.command, environment, {.die_with_parent = o.command_dies_with_recorder});
         if (launched.exec_errno != 0) {
-            recorder.reset();
-            for (const char* suffix : {"", "-wal", "-shm"})
-                ::unlink((output + suffix).c_str());
-            markers->remove();
+            discard_recording(created);
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
-            if (hooks.after) hooks.after(output, false);
             return {exit_code_for_exec_errno(launched.exec_errno), 0};
         }
         child = launched.pid;
@@ -259,7 +289,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             }
             if (!outcome.stop_reason.empty())
                 recorder->set_meta("stop_reason", outcome.stop_reason);
-            if (hooks.before_finish) hooks.before_finish(*recorder, clock);
+            if (hooks.before_finish) hooks.before_finish(*recorder, clock, output);
             recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
         } catch (const std::exception& e) {
             print_error(output + ": cannot finish the recording: " + e.what());
@@ -267,7 +297,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
         }
     }
     recorder.reset();
-    if (markers) markers->remove();
+    created.sidecars.clear(); // removed
     if (!o.quiet && !outcome.write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());
@@ -282,6 +312,7 @@ int end_like_the_command(const RecordResult& result) {
     // Die of the same signal, after the recording is finished, so that SLURM (CANCELLED 0:15, not
     // FAILED 15:0), shells (Ctrl-C stops a script) and `wait` see what they would have seen
     // without the recorder. No core file of ours: a core belongs to the command.
+    std::cout.flush();
     std::fflush(nullptr);
     rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
@@ -299,8 +330,10 @@ Runner add_record(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(
         "record", "Record the memory of a command's process tree (or of a running PID)");
     add_recording_options(sub, *options);
-    sub->add_option("--pid", options->pid,
-                    "Attach to a running process and record its tree until it exits or SIGINT");
+    // From 0, so that --pid 0 gets the reason it is not a process; up to PID_MAX_LIMIT.
+    add_whole_number_option<pid_t>(
+        sub, "--pid", options->pid, 0, 4 << 20,
+        "Attach to a running process and record its tree until it exits or SIGINT");
     sub->add_option("--worker-match", options->worker_match,
                     "Regex on comm or cmdline that marks workers (default: children of main, "
                     "or comm pt_data_worker)");

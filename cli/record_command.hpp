@@ -28,16 +28,23 @@ struct RecordOptions {
     std::vector<std::string> residency_files;
     std::string residency_method = "cachestat";
     bool quiet = false;
+    // Set by `replay`, not on the command line:
+    // files made beside the recording for the command, {environment variable, suffix}: the
+    // variable names OUTPUT+suffix (absolute); removed when the recording ends.
+    std::vector<std::pair<std::string, std::string>> sidecar_variables;
+    // The command is loaderlens's own (`load`): it dies with the recorder (launch.hpp).
+    bool command_dies_with_recorder = false;
+    // Files the run reads besides --file and the command's executable: never overwritten.
+    std::vector<std::string> inputs;
 };
 
 // What a caller of run_record adds around a launched command.
 struct RecordHooks {
-    // Extra environment for the command, given the recording's path.
-    std::function<std::vector<std::pair<std::string, std::string>>(const std::string& output)>
-        environment;
     // After the command ended and sampling stopped, before the recording is finished.
-    std::function<void(Recorder&, const RecordingClock&)> before_finish;
-    // After the recording was finished (or failed: `written` false). Not called for bad input.
+    std::function<void(Recorder&, const RecordingClock&, const std::string& output)> before_finish;
+    // After the recording was closed, when there is one: `written` false when a write failed
+    // (disk full) and the recording stopped where it was. Not called for bad input, nor when the
+    // command could not be started (the recording is removed then).
     std::function<void(const std::string& output, bool written)> after;
 };
 

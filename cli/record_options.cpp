@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record_options.hpp"
 
+#include "numeric_option.hpp"
 #include "output_name.hpp"
 
 #include <cerrno>
@@ -13,6 +14,10 @@
 namespace loaderlens::cli {
 
 namespace {
+
+constexpr double min_cpu_budget = 0.001;
+// 2^40 KiB (1 PiB): beyond any file, and far from overflowing once turned into bytes.
+constexpr std::int64_t max_maps_min_kb = std::int64_t{1} << 40;
 
 // A tier interval: at least 1 ms (and at most a day, see parse_duration_us).
 std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
@@ -51,7 +56,9 @@ std::optional<double> parse_budget(const std::string& text) {
             value /= 100;
         else if (used != text.size())
             return std::nullopt;
-        if (!std::isfinite(value) || value <= 0 || value > 1) return std::nullopt;
+        // Below 0.1% a tier's interval (its cost divided by its share of the budget) would
+        // stretch past any recording's length, and past what an int64 of milliseconds holds.
+        if (!std::isfinite(value) || value < min_cpu_budget || value > 1) return std::nullopt;
         return value;
     } catch (const std::exception&) {
         return std::nullopt;
@@ -67,11 +74,6 @@ std::optional<std::string> residency_file_problem(const std::string& path) {
 }
 
 bool residency_options_from(const RecordOptions& o, ResidencyOptions& residency) {
-    if (o.residency_buckets < 1 || o.residency_buckets > 65536) {
-        print_error("--residency-buckets " + std::to_string(o.residency_buckets) +
-                    ": expected a count from 1 to 65536");
-        return false;
-    }
     residency.buckets = o.residency_buckets;
     auto min_size = parse_size(o.residency_min_size);
     if (!min_size) {
@@ -105,7 +107,7 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
     auto budget = parse_budget(o.cpu_budget);
     if (!budget) {
         print_error("--cpu-budget " + o.cpu_budget +
-                    ": expected a share of one core like 5% or 0.05");
+                    ": expected a share of one core from 0.1% to 100%, like 5% or 0.05");
         return false;
     }
     session_options.cpu_budget = *budget;
@@ -138,12 +140,11 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
         "defaults)");
     sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
         ->capture_default_str();
-    sub->add_option("--maps-min-size", options.maps_min_kb,
-                    "Files with less resident (KiB) are summed into one 'other' row per process")
-        ->capture_default_str();
-    sub->add_option("--residency-buckets", options.residency_buckets,
-                    "Residency: buckets along each file (heatmap rows)")
-        ->capture_default_str();
+    add_whole_number_option<std::int64_t>(
+        sub, "--maps-min-size", options.maps_min_kb, 0, max_maps_min_kb,
+        "Files with less resident (KiB) are summed into one 'other' row per process");
+    add_whole_number_option(sub, "--residency-buckets", options.residency_buckets, 1, 65536,
+                            "Residency: buckets along each file (heatmap rows)");
     sub->add_option("--residency-min-size", options.residency_min_size,
                     "Residency: follow mapped files at least this big")
         ->capture_default_str();

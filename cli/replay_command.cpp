@@ -10,7 +10,6 @@
 #include "output_name.hpp"
 #include "record_command.hpp"
 
-#include <fcntl.h>
 #include <filesystem>
 #include <iostream>
 #include <unistd.h>
@@ -18,6 +17,9 @@
 namespace loaderlens::cli {
 
 namespace {
+
+// LOADERLENS_LOADER_EVENTS: the file beside the recording the loader writes its account to.
+constexpr const char* loader_events_suffix = ".loader";
 
 std::string own_executable() {
     std::error_code error;
@@ -33,6 +35,10 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
         probes::check_loader(*options, layout);
     } catch (const std::runtime_error& e) {
         print_error(e.what());
+        return exit_bad_input;
+    }
+    if (auto problem = dataset_bounds_problem(*options, layout)) {
+        print_error(*problem);
         return exit_bad_input;
     }
     // The dataset file is followed from the start, mapped or not (pread reads map nothing), and
@@ -52,39 +58,45 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
     record.command = {own_executable(), "load", "--quiet"};
     for (std::string& argument : to_load_arguments(flags))
         record.command.push_back(std::move(argument));
+    // The loader is ours: it must not run on as an orphan if the recorder is killed.
+    record.command_dies_with_recorder = true;
+    record.sidecar_variables = {{"LOADERLENS_LOADER_EVENTS", loader_events_suffix}};
+    if (flags.trace) record.inputs.push_back(*flags.trace);
 
-    auto events_path = std::make_shared<std::string>();
     RecordHooks hooks;
-    hooks.environment = [events_path](const std::string& output) {
-        *events_path = std::filesystem::absolute(output + ".loader").string();
-        int fd = ::open(events_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) ::close(fd);
-        return std::vector<std::pair<std::string, std::string>>{
-            {"LOADERLENS_LOADER_EVENTS", *events_path}};
-    };
-    hooks.before_finish = [events_path, cached_before](Recorder& recorder,
-                                                       const RecordingClock& clock) {
+    hooks.before_finish = [cached_before](Recorder& recorder, const RecordingClock& clock,
+                                          const std::string& output) {
         if (*cached_before)
             recorder.set_meta("loader.data_file_cached_pages_before",
                               std::to_string(**cached_before));
-        recorder.write_loader_run(read_loader_events(*events_path, clock));
+        const std::string events =
+            std::filesystem::absolute(output + loader_events_suffix).string();
+        recorder.write_loader_run(read_loader_events(events, clock));
     };
-    std::optional<std::string> written_to;
-    hooks.after = [events_path, &written_to](const std::string& output, bool written) {
-        if (!events_path->empty()) ::unlink(events_path->c_str());
-        if (written) written_to = output;
+    struct Closed {
+        std::string output;
+        bool written = false;
+    };
+    std::optional<Closed> closed;
+    hooks.after = [&closed](const std::string& output, bool written) {
+        closed = Closed{output, written};
     };
     const RecordResult result = run_record(record, hooks);
-    if (!written_to) return end_like_the_command(result);
+    if (!closed) return end_like_the_command(result); // nothing recorded: bad input, no loader
+    // A recording a failed write stopped early (the error line is out) still gets its report,
+    // which says where it was cut; the run then fails, whatever the loader did.
+    const int failed = result.exit_code == exit_ok ? exit_internal : result.exit_code;
     try {
-        std::cout << render_report_text(build_report(Recording(*written_to)));
+        std::cout << render_report_text(build_report(Recording(closed->output)));
+        std::cout.flush();
     } catch (const std::exception& e) {
-        print_error(e.what());
-        return result.exit_code == exit_ok ? exit_internal : result.exit_code;
+        print_error(closed->output + ": no report: " + e.what());
+        return failed;
     }
+    if (!std::cout) return failed; // main() says why
+    if (!closed->written && result.killed_by == 0) return failed;
     return end_like_the_command(result);
 }
-
 } // namespace
 
 Runner add_replay(CLI::App& app) {

@@ -1,22 +1,27 @@
 // SPDX-License-Identifier: MIT
 // `loaderlens report` and `loaderlens export`: read a recording (finished or live) and print it.
+// Standard output is checked by main(): a full disk or a closed pipe is exit 1.
 #include "commands.hpp"
 #include "loaderlens/export.hpp"
 #include "loaderlens/report.hpp"
+#include "output_checks.hpp"
+#include "output_file.hpp"
 
-#include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 namespace loaderlens::cli {
 
 namespace {
-// A full disk or a closed pipe must not pass for a complete report.
-int finish_output(std::ostream& out, const std::string& where) {
-    out.flush();
-    if (out) return exit_ok;
-    print_error(where + ": cannot write the output (disk full or pipe closed?)");
-    return exit_internal;
+
+// Why standard output must not take the output (it appends to the recording read: `report
+// run.db >> run.db`), or nothing.
+std::optional<std::string> stdout_problem(const InputFiles& inputs) {
+    if (auto input = inputs.input_at(STDOUT_FILENO))
+        return "standard output is " + *input + ", the recording read: not written over";
+    return std::nullopt;
 }
+
 } // namespace
 
 Runner add_report(CLI::App& app) {
@@ -30,11 +35,17 @@ Runner add_report(CLI::App& app) {
     sub->add_option("file", o->file, "Recording file")->required();
     sub->add_flag("--json", o->json, "Machine-readable JSON instead of text");
     return [o] {
+        InputFiles inputs;
+        inputs.add_recording(o->file);
+        if (auto problem = stdout_problem(inputs)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         try {
             Recording recording(o->file);
             ReportData data = build_report(recording);
             std::cout << (o->json ? render_report_json(data) : render_report_text(data));
-            return finish_output(std::cout, "standard output");
+            return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());
             return exit_bad_input;
@@ -54,29 +65,51 @@ Runner add_export(CLI::App& app) {
                     "bucket and sample)")
         ->check(CLI::IsMember({"csv", "json", "residency-csv"}))
         ->capture_default_str();
-    sub->add_option("-o,--output", o->output, "Output file (default: standard output)");
+    sub->add_option("-o,--output", o->output,
+                    "Output file (default: standard output); written whole or not at all, never "
+                    "over the recording read");
     return [o] {
+        InputFiles inputs;
+        inputs.add_recording(o->file);
+        if (!o->output.empty()) {
+            std::optional<std::string> problem = output_name_problem("-o", o->output);
+            if (!problem)
+                if (auto input = inputs.input_at(o->output))
+                    problem = "-o " + o->output + ": is " +
+                              (*input == o->file ? "the recording" : "the recording's " + *input) +
+                              " read by this export: not written over";
+            if (problem) {
+                print_error(*problem);
+                return exit_bad_input;
+            }
+        } else if (auto problem = stdout_problem(inputs)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         try {
             Recording recording(o->file);
-            std::ofstream file;
-            if (!o->output.empty()) {
-                file.open(o->output);
-                if (!file) {
-                    print_error(o->output + ": cannot write");
-                    return exit_bad_input;
-                }
-            }
-            std::ostream& out = o->output.empty() ? std::cout : file;
+            std::optional<OutputFile> file;
+            if (!o->output.empty()) file.emplace(o->output);
+            std::ostream& out = file ? file->stream() : std::cout;
             if (o->format == "json")
                 export_json(recording, out);
             else if (o->format == "residency-csv")
                 export_residency_csv(recording, out);
             else
                 export_csv(recording, out);
-            return finish_output(out, o->output.empty() ? "standard output" : o->output);
+            if (file) {
+                if (auto problem = file->commit()) {
+                    print_error(*problem);
+                    return exit_internal;
+                }
+            }
+            return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());
             return exit_bad_input;
+        } catch (const OutputFileError& e) {
+            print_error(e.what());
+            return e.exit_code;
         }
     };
 }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,20 @@ namespace loaderlens {
 namespace {
 rlimit original_nofile{};
 bool nofile_raised = false;
+
+// The signals the child gets back as loaderlens found them; the recorder blocks or handles each.
+constexpr int reset_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                 SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE};
+bool inherited_ignored[NSIG] = {};
 } // namespace
+
+void remember_inherited_signal_dispositions() {
+    for (int sig : reset_signals) {
+        struct sigaction current {};
+        if (sigaction(sig, nullptr, &current) == 0)
+            inherited_ignored[sig] = current.sa_handler == SIG_IGN;
+    }
+}
 
 void raise_open_file_limit() {
     rlimit limit{};
@@ -25,7 +39,8 @@ void raise_open_file_limit() {
 }
 
 Launched launch(const std::vector<std::string>& argv,
-                const std::vector<std::pair<std::string, std::string>>& extra_env) {
+                const std::vector<std::pair<std::string, std::string>>& extra_env,
+                const LaunchOptions& options) {
     Launched result;
     if (argv.empty()) {
         result.exec_errno = ENOENT;
@@ -41,6 +56,7 @@ Launched launch(const std::vector<std::string>& argv,
         args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
 
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         result.exec_errno = errno;
@@ -49,11 +65,16 @@ Launched launch(const std::vector<std::string>& argv,
         return result;
     }
     if (pid == 0) {
+        if (options.die_with_parent) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            // The parent may have died between fork() and prctl(): then nobody would kill us.
+            if (getppid() != parent) _exit(128 + SIGKILL);
+        }
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, nullptr);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE})
-            signal(sig, SIG_DFL);
+        for (int sig : reset_signals)
+            signal(sig, inherited_ignored[sig] ? SIG_IGN : SIG_DFL);
         if (nofile_raised) setrlimit(RLIMIT_NOFILE, &original_nofile);
         for (const auto& [name, value] : extra_env)
             setenv(name.c_str(), value.c_str(), 1);
