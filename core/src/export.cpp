@@ -70,18 +70,38 @@ class CsvWriter {
     std::unordered_map<std::int64_t, ObjectInfo> objects_;
 };
 
+// Everything an export writes, read before the first byte goes out: a damaged part of the
+// recording (a RecordingError) then leaves no partial CSV behind.
+struct Series {
+    explicit Series(const Recording& r)
+        : fast(r.fast()), rollup(r.rollup()), maps(r.maps()), cgroup(r.cgroup()),
+          system(r.system()), cache(r.cache_residency()), mapped(r.mapped_residency()) {
+        for (auto& f : r.residency_files())
+            files.emplace(f.id, std::move(f));
+    }
+    std::vector<Timed<FastSample>> fast;
+    std::vector<Timed<RollupSample>> rollup;
+    std::vector<MapRow> maps;
+    std::vector<Timed<CgroupSample>> cgroup;
+    std::vector<Timed<SystemSample>> system;
+    std::vector<Timed<CacheResidency>> cache;
+    std::vector<Timed<MappedResidency>> mapped;
+    std::unordered_map<std::int64_t, ResidencyFile> files;
+};
+
 } // namespace
 
 void export_csv(const Recording& recording, std::ostream& out) {
+    const Series series(recording);
     CsvWriter csv(recording, out);
-    for (const auto& [t, s] : recording.fast()) {
+    for (const auto& [t, s] : series.fast) {
         csv.row(t, "statm", s.process_id, "", "rss", s.rss);
         csv.row(t, "status", s.process_id, "", "rss_anon", s.rss_anon);
         csv.row(t, "status", s.process_id, "", "rss_file", s.rss_file);
         csv.row(t, "status", s.process_id, "", "rss_shmem", s.rss_shmem);
         csv.row(t, "status", s.process_id, "", "swap", s.swap);
     }
-    for (const auto& [t, s] : recording.rollup()) {
+    for (const auto& [t, s] : series.rollup) {
         const std::pair<const char*, Kib> figures[] = {{"pss", s.pss},
                                                        {"pss_anon", s.pss_anon},
                                                        {"pss_file", s.pss_file},
@@ -96,16 +116,16 @@ void export_csv(const Recording& recording, std::ostream& out) {
         for (const auto& [name, v] : figures)
             csv.row(t, "smaps_rollup", s.process_id, "", name, v);
     }
-    for (const auto& m : recording.maps()) {
+    for (const auto& m : series.maps) {
         const std::string object = csv.object_name(m.object_id);
         csv.row(m.t_ms, "smaps", m.process_id, object, "rss", m.figures.rss_kb);
         csv.row(m.t_ms, "smaps", m.process_id, object, "pss", m.figures.pss_kb);
         csv.row(m.t_ms, "smaps", m.process_id, object, "private",
-                m.figures.private_clean_kb + m.figures.private_dirty_kb);
+                saturating_add(m.figures.private_clean_kb, m.figures.private_dirty_kb));
         csv.row(m.t_ms, "smaps", m.process_id, object, "shared",
-                m.figures.shared_clean_kb + m.figures.shared_dirty_kb);
+                saturating_add(m.figures.shared_clean_kb, m.figures.shared_dirty_kb));
     }
-    for (const auto& [t, c] : recording.cgroup()) {
+    for (const auto& [t, c] : series.cgroup) {
         csv.row(t, "cgroup", 0, c.path, "usage", c.usage);
         csv.row(t, "cgroup", 0, c.path, "limit", c.limit);
         csv.row(t, "cgroup", 0, c.path, "anon", c.anon);
@@ -113,18 +133,17 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, "cgroup", 0, c.path, "shmem", c.shmem);
         csv.row(t, "cgroup", 0, c.path, "inactive_file", c.inactive_file);
     }
-    std::unordered_map<std::int64_t, ResidencyFile> files;
-    for (auto& f : recording.residency_files())
-        files.emplace(f.id, std::move(f));
+    const auto& files = series.files;
     auto file_of = [&files](std::int64_t id) -> const ResidencyFile* {
         auto it = files.find(id);
         return it == files.end() ? nullptr : &it->second;
     };
     auto pages_kib = [&files](std::int64_t file_id, const std::optional<std::int64_t>& pages) {
         auto it = files.find(file_id);
-        return pages && it != files.end() ? Kib(*pages * it->second.page_size / 1024) : Kib{};
+        return pages && it != files.end() ? Kib(saturating_mul(*pages, it->second.page_size) / 1024)
+                                          : Kib{};
     };
-    for (const auto& [t, c] : recording.cache_residency()) {
+    for (const auto& [t, c] : series.cache) {
         const ResidencyFile* f = file_of(c.file_id);
         const std::string path = f ? f->path : "?";
         const char* source = f ? to_string(f->method) : "?";
@@ -133,12 +152,12 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, source, 0, path, "writeback", pages_kib(c.file_id, c.totals.writeback));
         csv.row(t, source, 0, path, "evicted", pages_kib(c.file_id, c.totals.evicted));
     }
-    for (const auto& [t, m] : recording.mapped_residency()) {
+    for (const auto& [t, m] : series.mapped) {
         const ResidencyFile* f = file_of(m.file_id);
         const std::string path = f ? f->path : "?";
         csv.row(t, "pagemap", m.process_id, path, "present", pages_kib(m.file_id, m.present_pages));
     }
-    for (const auto& [t, s] : recording.system()) {
+    for (const auto& [t, s] : series.system) {
         csv.row(t, "meminfo", 0, "", "mem_available", s.mem_available);
         csv.row(t, "meminfo", 0, "", "cached", s.cached);
         csv.row(t, "statvfs", 0, "/dev/shm", "devshm_used", s.devshm_used);
@@ -150,6 +169,9 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
     for (auto& f : recording.residency_files())
         files.emplace(f.id, std::move(f));
     const ProcessIndex processes = index_processes(recording);
+    // Read before the first byte goes out (see Series).
+    const auto cache = recording.cache_residency();
+    const auto mapped = recording.mapped_residency();
     out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages\n";
     auto rows = [&](std::int64_t t, std::int64_t file_id, const char* series,
                     std::int64_t process_id, const BucketCounts& buckets) {
@@ -161,14 +183,15 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
                         csv_quote(f->second.path), series, csv_identity(processes, process_id));
         const std::int64_t page = f->second.page_size;
         for (int b = 0; b < static_cast<int>(buckets.size()) && b < layout.count; ++b)
-            out << fmt::format("{},{},{},{},{}\n", prefix, b, layout.first_page(b) * page,
-                               layout.pages_in(b) * page, buckets[static_cast<std::size_t>(b)]);
+            out << fmt::format(
+                "{},{},{},{},{}\n", prefix, b, saturating_mul(layout.first_page(b), page),
+                saturating_mul(layout.pages_in(b), page), buckets[static_cast<std::size_t>(b)]);
     };
-    for (const auto& [t, c] : recording.cache_residency()) {
+    for (const auto& [t, c] : cache) {
         rows(t, c.file_id, "cached", 0, c.buckets);
         if (c.totals.evicted) rows(t, c.file_id, "evicted", 0, c.evicted_buckets);
     }
-    for (const auto& [t, m] : recording.mapped_residency())
+    for (const auto& [t, m] : mapped)
         rows(t, m.file_id, "present", m.process_id, m.buckets);
 }
 

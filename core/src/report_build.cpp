@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include "json_util.hpp"
 #include "loaderlens/report.hpp"
+#include "recording_read.hpp"
 
 #include <algorithm>
 #include <set>
@@ -18,7 +20,7 @@ void offer_sums(const std::vector<Row>& rows, Get get, Peak& peak) {
         Kib sum;
         for (; i < rows.size() && rows[i].t_ms == t; ++i) {
             Kib value = get(rows[i]);
-            if (value) sum = sum.value_or(0) + *value;
+            if (value) sum = saturating_add(sum.value_or(0), *value);
         }
         peak.offer(sum, t);
     }
@@ -40,7 +42,9 @@ const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, st
     return nullptr;
 }
 
-ReportData build_report(const Recording& recording) {
+namespace {
+
+ReportData build_report_data(const Recording& recording) {
     ReportData r;
     r.path = recording.path();
     r.meta = recording.all_meta();
@@ -48,10 +52,12 @@ ReportData build_report(const Recording& recording) {
     r.finished = r.end.state == RecordingEnd::State::finished;
     r.missing_wal = recording.missing_wal();
     r.start_unix_ns = recording.meta_number("start_unix_ns");
-    r.duration_ms = r.finished ? recording.meta_number("end_ms").value_or(0)
-                               : std::max<std::int64_t>(0, r.end.last_sample_ms);
+    // The real end: no earlier than the last sample, whatever end_ms says.
+    r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
+                                           std::max<std::int64_t>(0, r.end.last_sample_ms));
     r.markers = recording.markers();
     r.loader = recording.loader_run();
+    json_util::loader_config(r.path, r.loader.config_json); // damaged: said now, not mid-output
     r.unavailable = recording.unavailable();
 
     std::unordered_map<std::int64_t, std::size_t> index;
@@ -71,7 +77,7 @@ ReportData build_report(const Recording& recording) {
         p.final_file = s.rss_file;
         p.final_shmem = s.rss_shmem;
         p.final_swap = s.swap;
-        p.last_seen_ms = std::max(p.last_seen_ms, t);
+        p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
     struct FastRow {
         std::int64_t t_ms;
@@ -98,6 +104,7 @@ ReportData build_report(const Recording& recording) {
         p.uss.offer(s.uss(), t);
         p.final_pss = s.pss;
         p.final_uss = s.uss();
+        p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
     offer_sums(
         rollup_rows, [](const RollupRow& row) { return row.pss; }, r.totals.pss);
@@ -139,8 +146,9 @@ ReportData build_report(const Recording& recording) {
             }
             per->rss.offer(maps[i].figures.rss_kb, t);
             per->pss.offer(maps[i].figures.pss_kb, t);
-            sums[f->second].first += maps[i].figures.rss_kb;
-            sums[f->second].second += maps[i].figures.pss_kb;
+            auto& [rss, pss] = sums[f->second];
+            rss = saturating_add(rss, maps[i].figures.rss_kb);
+            pss = saturating_add(pss, maps[i].figures.pss_kb);
         }
         for (const auto& [file, sum] : sums) {
             r.files[file].total_rss.offer(sum.first, t);
@@ -180,6 +188,14 @@ ReportData build_report(const Recording& recording) {
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
     r.residency = summarize_residency(recording, r.processes, r.loader);
     return r;
+}
+
+} // namespace
+
+ReportData build_report(const Recording& recording) {
+    // Recording's own methods name the file in their errors; the loader's tables are read
+    // elsewhere (loader_run.cpp), so an SQLite error there is turned into one here.
+    return read_recording(recording.path(), [&] { return build_report_data(recording); });
 }
 
 } // namespace loaderlens

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "json_util.hpp"
 #include "loaderlens/report.hpp"
+#include "report_format.hpp"
 #include "residency_json.hpp"
 
 #include <sys/wait.h>
@@ -18,12 +19,16 @@ json peak(const Peak& p) {
     return {{"kib", kib(p.value)}, {"t_ms", p.value ? json(p.t_ms) : json(nullptr)}};
 }
 
-// How the process ended: "running" (at the end of the recording), "exit" (exit_code) or
-// "killed" (exit_signal) when its status is known, "exit_not_seen" when it is gone but its status
-// could not be seen (not our child, and it exited between two scans).
-json end_json(const ProcessInfo& p) {
+// How the process ended: "running" (at the end of the recording, or now for one being written),
+// "cut" (no exit seen before the recording was cut: it ran at least until last_seen_ms), "exit"
+// (exit_code) or "killed" (exit_signal) when its status is known, "exit_not_seen" when it is gone
+// but its status could not be seen (not our child, and it exited between two scans).
+json end_json(const ProcessInfo& p, const RecordingEnd& end) {
     json out{{"end", "running"}, {"exit_code", nullptr}, {"exit_signal", nullptr}};
-    if (!p.exit_ms) return out;
+    if (!p.exit_ms) {
+        if (end.state == RecordingEnd::State::cut) out["end"] = "cut";
+        return out;
+    }
     if (!p.exit_status) {
         out["end"] = "exit_not_seen";
     } else if (WIFSIGNALED(*p.exit_status)) {
@@ -43,10 +48,11 @@ json cut_json(const RecordingEnd& e) {
             {"signal_ms", e.signal_ms ? json(*e.signal_ms) : json(nullptr)}};
 }
 
-json process_json(const ProcessSummary& p) {
+json process_json(const ProcessSummary& p, const RecordingEnd& end) {
     json out = json_util::process_identity(p.info);
-    out.update(end_json(p.info));
+    out.update(end_json(p.info, end));
     out.update({
+        {"last_seen_ms", json_util::optional(p.last_seen_ms)},
         {"peak_rss", peak(p.rss)},
         {"peak_pss", peak(p.pss)},
         {"peak_uss", peak(p.uss)},
@@ -75,7 +81,7 @@ std::string render_report_json(const ReportData& r) {
     out["duration_ms"] = r.duration_ms;
     out["processes"] = json::array();
     for (const auto& p : r.processes)
-        out["processes"].push_back(process_json(p));
+        out["processes"].push_back(process_json(p, r.end));
     out["files"] = json::array();
     for (const auto& f : r.files) {
         json per = json::array();
@@ -116,15 +122,15 @@ std::string render_report_json(const ReportData& r) {
     for (const auto& f : r.residency)
         out["residency"].push_back(json_util::residency_summary(f));
     if (!r.loader.empty()) {
-        json loader{
-            {"config", json::parse(r.loader.config_json.empty() ? "{}" : r.loader.config_json,
-                                   nullptr, false)},
-            {"status", r.loader.status},
-            {"message", r.loader.message},
-            {"epochs", json::array()},
-            {"workers", json::array()}};
-        if (loader["config"].is_discarded()) loader["config"] = nullptr;
-        for (const LoaderEpoch& e : r.loader.epochs)
+        // Bounded in depth and size (json_util::loader_config): it is dumped whole below.
+        json config = json_util::loader_config(r.path, r.loader.config_json);
+        json loader{{"config", config.is_null() ? json::object() : std::move(config)},
+                    {"status", r.loader.status},
+                    {"message", r.loader.message},
+                    {"epochs", json::array()},
+                    {"workers", json::array()}};
+        for (const LoaderEpoch& e : r.loader.epochs) {
+            const EpochRates rates(e);
             loader["epochs"].push_back({{"epoch", e.epoch},
                                         {"generation", e.generation},
                                         {"start_ms", e.start_ms},
@@ -132,8 +138,9 @@ std::string render_report_json(const ReportData& r) {
                                         {"samples", e.samples},
                                         {"batches", e.batches},
                                         {"bytes_read", e.bytes_read},
-                                        {"samples_per_s", e.samples_per_second()},
-                                        {"mib_per_s", e.mib_per_second()}});
+                                        {"samples_per_s", rates.samples_per_second},
+                                        {"mib_per_s", rates.mib_per_second}});
+        }
         for (const LoaderWorker& w : r.loader.workers)
             loader["workers"].push_back({{"worker", w.worker},
                                          {"generation", w.generation},

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The residency part of the report: per file, how the page cache and each process's mappings
 // filled, and, for a replay, how far residency ran ahead of the loader's reads.
+#include "json_util.hpp"
 #include "loaderlens/report.hpp"
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 
 namespace loaderlens {
 
@@ -17,13 +17,10 @@ constexpr double checkpoint_fractions[] = {0.10, 0.25, 0.50, 0.75, 0.99};
 // read (up to one per worker, not yet counted) weigh little against what was counted.
 constexpr double headline_fraction = 0.01;
 
-std::string loader_data_file(const LoaderRun& loader) {
-    if (loader.config_json.empty()) return {};
-    try {
-        return nlohmann::json::parse(loader.config_json).value("data_file", "");
-    } catch (const nlohmann::json::exception&) {
-        return {};
-    }
+std::string loader_data_file(const std::string& path, const LoaderRun& loader) {
+    const nlohmann::json config = json_util::loader_config(path, loader.config_json);
+    const auto file = config.is_object() ? config.find("data_file") : config.end();
+    return file != config.end() && file->is_string() ? file->get<std::string>() : "";
 }
 
 void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResidency& now,
@@ -36,19 +33,24 @@ void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResiden
     s.evicted.offer(c.evicted, t);
     if (!s.first_cached) s.first_cached = c.cached;
     s.final_cached = c.cached;
-    if (!s.time_to_90_ms && c.cached * 10 >= s.file.layout.file_pages * 9) s.time_to_90_ms = t;
-    if (!before || now.evicted_buckets.empty() ||
-        before->evicted_buckets.size() != now.evicted_buckets.size() ||
-        before->buckets.size() != now.buckets.size())
+    if (!s.time_to_90_ms &&
+        saturating_mul(c.cached, 10) >= saturating_mul(s.file.layout.file_pages, 9))
+        s.time_to_90_ms = t;
+    // The recording checked each vector's length against the file's layout; all four must agree.
+    const std::size_t buckets = now.buckets.size();
+    if (!before || now.evicted_buckets.size() != buckets ||
+        before->evicted_buckets.size() != buckets || before->buckets.size() != buckets ||
+        buckets == 0)
         return;
-    std::int64_t refaulted = 0;
-    for (std::size_t b = 0; b < now.buckets.size(); ++b) {
-        const std::int64_t shadows_gone =
-            std::max(0, before->evicted_buckets[b] - now.evicted_buckets[b]);
-        const std::int64_t pages_back = std::max(0, now.buckets[b] - before->buckets[b]);
+    std::int64_t refaulted = 0; // int32 counts, taken apart in int64: no overflow
+    for (std::size_t b = 0; b < buckets; ++b) {
+        const std::int64_t shadows_gone = std::max<std::int64_t>(
+            0, std::int64_t{before->evicted_buckets[b]} - now.evicted_buckets[b]);
+        const std::int64_t pages_back =
+            std::max<std::int64_t>(0, std::int64_t{now.buckets[b]} - before->buckets[b]);
         refaulted += std::min(shadows_gone, pages_back);
     }
-    s.refaulted = s.refaulted.value_or(0) + refaulted;
+    s.refaulted = saturating_add(s.refaulted.value_or(0), refaulted);
 }
 
 // Residency at one sample against the loader's last progress report before it.
@@ -63,8 +65,8 @@ ResidencyCheckpoint checkpoint(const FileResidencySummary& s, std::int64_t t,
     if (!progress) return point;
     point.read_fraction = static_cast<double>(progress->distinct_bytes) / size;
     if (progress->distinct_bytes > 0) {
-        const std::int64_t gained =
-            std::max<std::int64_t>(0, cache.totals.cached - s.cached_before.value_or(0));
+        const std::int64_t gained = std::max<std::int64_t>(
+            0, saturating_sub(cache.totals.cached, s.cached_before.value_or(0)));
         point.cache_amplification =
             static_cast<double>(gained) * page / static_cast<double>(progress->distinct_bytes);
     }
@@ -155,7 +157,7 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
         it->final_present = m.present_pages;
         it->mapped_pages = std::max(it->mapped_pages, m.mapped_pages);
     }
-    const std::string data_file = loader_data_file(loader);
+    const std::string data_file = loader_data_file(recording.path(), loader);
     for (auto& s : out) {
         std::sort(s.processes.begin(), s.processes.end(),
                   [](const auto& a, const auto& b) { return a.process_id < b.process_id; });

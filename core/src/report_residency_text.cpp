@@ -95,7 +95,8 @@ void append_residency(std::string& out, const ReportData& r) {
                        "pages: /proc/PID/pagemap via {})\n",
                        meta("residency_pagemap_method"));
     for (const FileResidencySummary& s : r.residency) {
-        const std::int64_t bucket_bytes = s.file.layout.bucket_pages * s.file.page_size;
+        const std::int64_t bucket_bytes =
+            saturating_mul(s.file.layout.bucket_pages, s.file.page_size);
         out += fmt::format("  {}  ({}, {} buckets of {}, {}{})\n", s.file.path,
                            kib(s.file.size_bytes / 1024), s.file.layout.count,
                            kib(bucket_bytes / 1024), to_string(s.file.method),

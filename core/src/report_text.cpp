@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
+#include "json_util.hpp"
 #include "loaderlens/report.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
 
-#include <cstdlib>
+#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 namespace loaderlens {
@@ -55,8 +55,16 @@ std::string start_time(const ReportData& r) {
     return text;
 }
 
-std::string exit_text(const ProcessInfo& p, const ReportData& r) {
-    if (!p.exit_ms) return r.end.state == RecordingEnd::State::cut ? "running when cut" : "running";
+// How a process ended. One whose exit was not seen was running when the recorder last looked:
+// at the end of a finished recording; in a cut one, all that is known is when it was last seen.
+std::string exit_text(const ProcessSummary& s, const ReportData& r) {
+    const ProcessInfo& p = s.info;
+    if (!p.exit_ms) {
+        if (r.end.state == RecordingEnd::State::being_written) return "running";
+        if (r.end.state == RecordingEnd::State::finished) return "running at the end";
+        return s.last_seen_ms ? "last seen at " + seconds(*s.last_seen_ms) + ", then cut"
+                              : "never sampled, then cut";
+    }
     if (!p.exit_status) return "exit not seen";
     if (WIFSIGNALED(*p.exit_status)) return fmt::format("killed {}", WTERMSIG(*p.exit_status));
     return fmt::format("exit {}", WEXITSTATUS(*p.exit_status));
@@ -79,6 +87,10 @@ void append_end(std::string& out, const ReportData& r) {
             signal =
                 *e.signal + " received " +
                 (e.signal_ms ? "at " + seconds(*e.signal_ms) : "first (its time not recorded)");
+        // A write that failed for lack of space stops the recorder without a signal.
+        if (e.file_system_full)
+            signal += "; the file system holding it is full now: a write that failed for lack of "
+                      "space stops the recorder";
         out += fmt::format("Recording cut: the recorder stopped without finishing; {}; {}\n", last,
                            signal);
     }
@@ -163,13 +175,14 @@ void append_totals(std::string& out, const ReportData& r) {
         // Name the file that shares the most, so the gap has a cause a user can act on.
         const FileSummary* top = nullptr;
         for (const auto& f : r.files) {
-            const auto excess = f.total_rss.value.value_or(0) - f.total_pss.value.value_or(0);
-            if (!top ||
-                excess > top->total_rss.value.value_or(0) - top->total_pss.value.value_or(0))
-                top = &f;
+            auto excess = [](const FileSummary& file) {
+                return saturating_sub(file.total_rss.value.value_or(0),
+                                      file.total_pss.value.value_or(0));
+            };
+            if (!top || excess(f) > excess(*top)) top = &f;
         }
         if (ratio >= 1.5 && top &&
-            top->total_rss.value.value_or(0) >= 2 * top->total_pss.value.value_or(0))
+            top->total_rss.value.value_or(0) >= saturating_mul(2, top->total_pss.value.value_or(0)))
             out +=
                 fmt::format("  -> most of it is {}: Σ RSS {} but Σ PSS {} ({} processes mapped it) "
                             "-- its page cache, counted once per process by RSS\n",
@@ -188,18 +201,20 @@ void append_processes(std::string& out, const ReportData& r) {
                     "{:>7}  {}\n",
                     "ID", "PID", "ROLE", "LIFETIME", "peak", "final", "peak", "final", "peak",
                     "final", "ANON", "FILE", "SHMEM", "COMM [END]");
+    const bool cut = r.end.state == RecordingEnd::State::cut;
     for (const auto& p : r.processes) {
         const auto& i = p.info;
-        std::string life = fmt::format("{:.1f}-{}", std::max<std::int64_t>(0, i.birth_ms) / 1000.0,
-                                       i.exit_ms ? fmt::format("{:.1f}s", *i.exit_ms / 1000.0)
-                                                 : std::string("end"));
+        std::string life = fmt::format(
+            "{:.1f}-{}", static_cast<double>(std::max<std::int64_t>(0, i.birth_ms)) / 1000.0,
+            i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
+                      : std::string(cut ? "cut" : "end"));
         out +=
             fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} "
                         "{:>7} {:>7}  {} [{}]\n",
                         i.id, i.key.pid, process_label(i), life, short_kib(p.rss.value),
                         short_kib(p.final_rss), short_kib(p.pss.value), short_kib(p.final_pss),
                         short_kib(p.uss.value), short_kib(p.final_uss), short_kib(p.final_anon),
-                        short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(i, r));
+                        short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(p, r));
     }
     out += "\n";
 }
@@ -228,39 +243,47 @@ void append_files(std::string& out, const ReportData& r) {
 void append_loader(std::string& out, const ReportData& r) {
     const LoaderRun& run = r.loader;
     if (run.empty()) return;
-    const auto config =
-        nlohmann::json::parse(run.config_json.empty() ? "{}" : run.config_json, nullptr, false);
+    const auto config = json_util::loader_config(r.path, run.config_json);
     auto get = [&](const char* key) -> std::string {
-        if (config.is_discarded() || !config.contains(key)) return "?";
+        if (!config.is_object() || !config.contains(key)) return "?";
         const auto& value = config[key];
         return value.is_string() ? value.get<std::string>() : value.dump();
     };
     auto bytes = [](std::int64_t b) { return format_kib(b / 1024); };
+    // A size in the config: "n/a" unless it is a whole number (never 0 for what is not there).
+    auto config_bytes = [&](const char* key) {
+        const std::string text = get(key);
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        return error == std::errc{} && end == text.data() + text.size() ? bytes(value)
+                                                                        : std::string("n/a");
+    };
     out += "Loader (the reference loader's own counters, from loaderlens replay)\n";
     out += fmt::format("  dataset   {}: {} records of {}, {}\n", get("description"), get("records"),
-                       bytes(std::atoll(get("record_bytes").c_str())), get("dataset"));
+                       config_bytes("record_bytes"), get("dataset"));
     out += fmt::format("  run       {}, {} worker{} ({}), batch {}{}, prefetch {}, {}\n",
                        get("pattern"), get("workers"), get("workers") == "1" ? "" : "s",
                        get("persistent") == "true" ? "persistent" : "re-forked each epoch",
                        get("batch"), get("drop_last") == "true" ? " (drop last)" : "",
                        get("prefetch"), get("reader"));
     std::string extras;
-    if (get("pin") == "true")
-        extras += ", pinned staging " + bytes(std::atoll(get("pin_staging_bytes").c_str()));
+    if (get("pin") == "true") extras += ", pinned staging " + config_bytes("pin_staging_bytes");
     if (get("cow_heap_mib") != "0") extras += ", copy-on-read heap " + get("cow_heap_mib") + " MiB";
     if (get("reopen_each_epoch") == "true") extras += ", reopened each epoch";
     out += fmt::format("  buffers   batch buffers {} in /dev/shm{}\n",
-                       bytes(std::atoll(get("batch_ring_bytes").c_str())), extras);
+                       config_bytes("batch_ring_bytes"), extras);
     out += fmt::format("  status    {}{}\n", run.status.empty() ? "unknown" : run.status,
                        run.message.empty() ? "" : ": " + run.message);
     out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
            "READ\n";
-    for (const LoaderEpoch& e : run.epochs)
+    for (const LoaderEpoch& e : run.epochs) {
+        const EpochRates rates(e);
         out += fmt::format("    {:>5}  {:>3}  {:>8}  {:>8}  {:>8}  {:>7}  {:>9.0f}  {:>8.1f}  "
                            "{:>10}\n",
-                           e.epoch, e.generation, seconds(e.start_ms),
-                           seconds(e.end_ms - e.start_ms), e.samples, e.batches,
-                           e.samples_per_second(), e.mib_per_second(), bytes(e.bytes_read));
+                           e.epoch, e.generation, seconds(e.start_ms), seconds(rates.duration_ms),
+                           e.samples, e.batches, rates.samples_per_second, rates.mib_per_second,
+                           bytes(e.bytes_read));
+    }
     out += "\n";
 }
 

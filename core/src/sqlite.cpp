@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/sqlite.hpp"
 
+#include <cctype>
 #include <sqlite3.h>
 
 namespace loaderlens::sql {
 
 static_assert(open_read_only == SQLITE_OPEN_READONLY && open_read_write == SQLITE_OPEN_READWRITE &&
-              open_create == SQLITE_OPEN_CREATE && open_uri == SQLITE_OPEN_URI);
+              open_create == SQLITE_OPEN_CREATE && open_uri == SQLITE_OPEN_URI &&
+              error_mismatch == SQLITE_MISMATCH);
 
 namespace {
 void check(sqlite3* db, int rc, const char* what) {
@@ -67,14 +69,50 @@ void Statement::reset() {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
 }
+void Statement::mismatch(int column, const char* expected) const {
+    const char* name = sqlite3_column_name(stmt_, column);
+    std::string where = name ? name : "column " + std::to_string(column);
+    // The table, from the statement's text (sqlite3_column_table_name needs a build option).
+    const std::string sql = sqlite3_sql(stmt_) ? sqlite3_sql(stmt_) : "";
+    if (const auto from = sql.find(" FROM ");
+        from != std::string::npos && std::isalpha(static_cast<unsigned char>(sql[from + 6]))) {
+        const auto start = from + 6, end = sql.find_first_of(" ;)", start);
+        where = sql.substr(start, end == std::string::npos ? end : end - start) + "." + where;
+    }
+    const char* found = "?";
+    switch (sqlite3_column_type(stmt_, column)) {
+    case SQLITE_INTEGER:
+        found = "an integer";
+        break;
+    case SQLITE_FLOAT:
+        found = "a real number";
+        break;
+    case SQLITE_TEXT:
+        found = "text";
+        break;
+    case SQLITE_BLOB:
+        found = "a BLOB";
+        break;
+    case SQLITE_NULL:
+        found = "NULL";
+        break;
+    }
+    throw Error(where + " holds " + found + " where " + expected + " belongs", SQLITE_MISMATCH);
+}
+
 std::int64_t Statement::int64(int column) const {
+    if (sqlite3_column_type(stmt_, column) != SQLITE_INTEGER) mismatch(column, "an integer");
     return sqlite3_column_int64(stmt_, column);
 }
 Kib Statement::optional_int64(int column) const {
-    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+    const int type = sqlite3_column_type(stmt_, column);
+    if (type == SQLITE_NULL) return std::nullopt;
+    if (type != SQLITE_INTEGER) mismatch(column, "an integer or NULL");
     return sqlite3_column_int64(stmt_, column);
 }
 double Statement::real(int column) const {
+    const int type = sqlite3_column_type(stmt_, column);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) mismatch(column, "a number");
     return sqlite3_column_double(stmt_, column);
 }
 std::string Statement::text(int column) const {
@@ -86,6 +124,9 @@ bool Statement::is_null(int column) const {
     return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
 std::string_view Statement::blob(int column) const {
+    const int type = sqlite3_column_type(stmt_, column);
+    if (type == SQLITE_NULL) return {};
+    if (type != SQLITE_BLOB) mismatch(column, "a BLOB or NULL");
     const void* data = sqlite3_column_blob(stmt_, column);
     const int bytes = sqlite3_column_bytes(stmt_, column);
     return data ? std::string_view(static_cast<const char*>(data), static_cast<std::size_t>(bytes))
@@ -115,6 +156,15 @@ bool Database::has_table(const std::string& name) {
     q.bind(1, name);
     q.step();
     return q.int64(0) > 0;
+}
+
+std::vector<std::string> Database::column_names(const std::string& table) {
+    std::vector<std::string> out;
+    auto q = prepare("SELECT name FROM pragma_table_info(?)");
+    q.bind(1, table);
+    while (q.step())
+        out.push_back(q.text(0));
+    return out;
 }
 
 void Database::exec(const std::string& sql) {

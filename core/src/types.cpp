@@ -49,7 +49,7 @@ std::optional<MappingKind> mapping_kind_from_string(const std::string& text) {
 
 Kib RollupSample::uss() const {
     if (!private_clean || !private_dirty) return std::nullopt;
-    return *private_clean + *private_dirty;
+    return saturating_add(*private_clean, *private_dirty);
 }
 
 } // namespace loaderlens

@@ -20,8 +20,10 @@ namespace sql {
 class Database;
 }
 
+// Why a recording cannot be read: one line (control characters in it, say a newline in a file
+// name or in SQLite's text, become '?') that names the file. The CLI exits 2 on it.
 struct RecordingError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit RecordingError(const std::string& what);
 };
 
 template <typename Sample> struct Timed {
@@ -38,16 +40,20 @@ struct ObjectInfo {
 };
 
 // How a recording ended. `finished`: the recorder wrote its end (meta state finished or
-// interrupted, end_ms). `being_written`: not yet, and its recorder (meta writer_pid) is a live
+// interrupted, and end_ms). `being_written`: not yet, and its recorder (meta writer_pid) is a live
 // loaderlens process on this host. `cut`: the recorder stopped without finishing: killed outright
-// (SIGKILL from SLURM's OverMemoryKill or the OOM killer), or after a signal it had noted.
+// (SIGKILL from SLURM's OverMemoryKill or the OOM killer), after a signal it had noted, or when a
+// write failed (a full disk); also a recording that says finished but holds no end_ms.
 struct RecordingEnd {
     enum class State { finished, being_written, cut };
     State state = State::finished;
     std::int64_t last_sample_ms = -1;       // -1: no sample at all
+    std::optional<std::int64_t> end_ms;     // meta end_ms (finished only)
     std::optional<std::string> signal;      // meta signal_received (strsignal text), if any
     std::optional<std::int64_t> signal_ms;  // meta signal_received_ms, when it was written
     std::optional<std::int64_t> writer_pid; // meta writer_pid
+    // Cut only: the file system holding the file has (almost) no space left now, the likely cause.
+    bool file_system_full = false;
 };
 
 struct MapRow {
@@ -58,8 +64,11 @@ struct MapRow {
 class Recording {
   public:
     // Throws RecordingError with a one-line reason: missing, not SQLite, not a recording, a newer
-    // schema, damaged or truncated, or its data is in a FILE-wal that is missing. Creates nothing
-    // beside the file when it cannot be written (another user's, a read-only directory).
+    // schema, damaged or truncated (PRAGMA quick_check), a table or a column the reader needs is
+    // missing, or its data is in a FILE-wal that is missing. Creates nothing beside the file when
+    // it cannot be written (another user's, a read-only directory).
+    // Every method below throws RecordingError naming the file when what it reads is damaged: an
+    // SQLite error, a value of the wrong type, a BLOB whose length does not match its layout.
     explicit Recording(const std::string& path);
     ~Recording();
     Recording(Recording&&) noexcept;
@@ -70,6 +79,7 @@ class Recording {
     // throws RecordingError naming the file, the key and the value when it is not an integer.
     std::optional<std::int64_t> meta_number(const std::string& key) const;
     std::map<std::string, std::string> all_meta() const;
+    // meta state: recording, or finished / interrupted (anything else: RecordingError).
     bool finished() const;
     RecordingEnd end() const;
     // The main file is in WAL mode and its FILE-wal is not beside it (copied alone): the newest

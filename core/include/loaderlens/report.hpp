@@ -27,7 +27,9 @@ struct ProcessSummary {
     Peak rss, pss, uss;
     Kib final_rss, final_pss, final_uss;
     Kib final_anon, final_file, final_shmem, final_swap;
-    std::int64_t last_seen_ms = 0;
+    // Its last fast or rollup sample: where a recording was cut, the latest time it is known to
+    // have run (empty: never sampled).
+    std::optional<std::int64_t> last_seen_ms;
 };
 
 struct FileSummary {
@@ -98,7 +100,8 @@ struct ReportData {
     RecordingEnd end;        // finished, still being written, or cut (and when)
     std::string missing_wal; // FILE-wal, when the main file is in WAL mode and it is not there
     std::optional<std::int64_t> start_unix_ns;
-    std::int64_t duration_ms = 0; // end_ms, or the last sample of a recording not finished
+    // end_ms, or the last sample of a recording not finished (never earlier than the last sample)
+    std::int64_t duration_ms = 0;
     std::vector<ProcessSummary> processes;
     std::vector<FileSummary> files;
     TreeTotals totals;

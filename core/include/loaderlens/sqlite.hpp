@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -29,6 +30,8 @@ inline constexpr int open_read_only = 0x01;
 inline constexpr int open_read_write = 0x02;
 inline constexpr int open_create = 0x04;
 inline constexpr int open_uri = 0x40; // the path is a file: URI (?mode=ro&vfs=...)
+// Error code (SQLITE_MISMATCH) of a value of the wrong type or shape for what reads it.
+inline constexpr int error_mismatch = 20;
 
 struct Error : std::runtime_error {
     Error(const std::string& what, int sqlite_code) : std::runtime_error(what), code(sqlite_code) {}
@@ -53,15 +56,19 @@ class Statement {
     bool step(); // true while a row is available
     void run();  // step once, then reset for reuse
     void reset();
-    std::int64_t int64(int column) const;
-    Kib optional_int64(int column) const;
-    double real(int column) const;
-    std::string text(int column) const;
+    // The getters take a value of the type asked for and nothing else: SQLite would turn text or
+    // a BLOB into 0 and a NULL into 0, and a damaged file would read as plausible figures. They
+    // throw Error (code SQLITE_MISMATCH) naming the column instead.
+    std::int64_t int64(int column) const; // INTEGER
+    Kib optional_int64(int column) const; // INTEGER, or NULL -> empty
+    double real(int column) const;        // REAL or INTEGER
+    std::string text(int column) const;   // anything; NULL -> ""
     bool is_null(int column) const;
-    std::string_view blob(int column) const; // valid until the next step or reset
+    std::string_view blob(int column) const; // BLOB, or NULL -> empty; valid until the next step
 
   private:
     Statement& checked_bind(int rc, int index);
+    [[noreturn]] void mismatch(int column, const char* expected) const;
     sqlite3_stmt* stmt_ = nullptr;
 };
 
@@ -77,6 +84,8 @@ class Database {
     Statement prepare(const std::string& sql) { return Statement(db_, sql); }
     // Whether the schema has this table (a reader of older recordings asks before it queries).
     bool has_table(const std::string& name);
+    // The table's column names (PRAGMA table_info), in order; empty when there is no such table.
+    std::vector<std::string> column_names(const std::string& table);
     std::int64_t last_insert_rowid() const;
 
   private:

@@ -14,6 +14,24 @@ namespace loaderlens {
 
 using Kib = std::optional<std::int64_t>; // a figure in KiB, or unavailable
 
+// Sums, differences and products of figures read from a recording, clamped to the int64 range: a
+// damaged file may hold any value, and signed overflow is undefined behaviour.
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+    std::int64_t out = 0;
+    if (!__builtin_add_overflow(a, b, &out)) return out;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+inline std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
+    std::int64_t out = 0;
+    if (!__builtin_sub_overflow(a, b, &out)) return out;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
+inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+    std::int64_t out = 0;
+    if (!__builtin_mul_overflow(a, b, &out)) return out;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
 // Stable identity of a process: a PID is reused by the kernel, (pid, start time) is not.
 struct ProcessKey {
     pid_t pid = 0;

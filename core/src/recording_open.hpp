@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// How the reader opens a recording file (private to recording.cpp): WAL mode with or without its
+// -wal and -shm, read-only and creating nothing beside the file, and the integrity check first.
+#pragma once
+
+#include "loaderlens/sqlite.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+namespace loaderlens::recording_open {
+
+inline bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+// Bytes 18 and 19 of the SQLite header (file format write and read versions) are 2 in WAL mode.
+inline bool wal_mode_header(const std::string& path) {
+    char header[20] = {};
+    std::ifstream in(path, std::ios::binary);
+    return in.read(header, sizeof header) && std::memcmp(header, "SQLite format 3", 16) == 0 &&
+           header[18] == 2 && header[19] == 2;
+}
+
+inline std::string file_uri(const std::string& path) {
+    std::error_code error; // no working directory (deleted): SQLite gets the path as it is
+    std::string absolute = std::filesystem::absolute(path, error).string();
+    if (error) absolute = path;
+    absolute.erase(0, absolute.find_first_not_of('/') - 1); // "//x" would name a host
+    std::string uri = "file:";
+    for (const unsigned char c : absolute) {
+        if (std::isalnum(c) || std::strchr("/-._~", c)) {
+            uri += static_cast<char>(c);
+        } else {
+            char escaped[4];
+            std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+            uri += escaped;
+        }
+    }
+    return uri;
+}
+
+// A WAL recording without its -shm (or -wal) beside it has no live writer: a writer keeps both.
+// SQLite would create them, which it cannot where it may not write (another user's recording, a
+// read-only directory or mount), and an empty -wal it made would hide that the real one is lost.
+// Such a file is read without them: no locking (unix-none) and exclusive mode, in which SQLite
+// reads the WAL into an index in memory.
+inline std::unique_ptr<sql::Database> open_reader(const std::string& path, bool without_shm) {
+    if (!without_shm) return std::make_unique<sql::Database>(path, sql::open_read_only);
+    auto db = std::make_unique<sql::Database>(file_uri(path) + "?mode=ro&vfs=unix-none",
+                                              sql::open_read_only | sql::open_uri);
+    db->exec("PRAGMA locking_mode=EXCLUSIVE");
+    return db;
+}
+
+inline std::string lost_wal_message(const std::string& path) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    return path + ": the recording's data is in " + path + "-wal, which is missing: copy " + name +
+           "-wal (and " + name + "-shm) along with " + name;
+}
+
+// What PRAGMA quick_check found, as one line; empty when it says ok. Its text spans lines
+// ("*** in database main ***", then a line per problem), and a row comes per problem.
+inline std::string quick_check_problems(sql::Database& db) {
+    constexpr std::size_t shown = 3;
+    auto check = db.prepare("PRAGMA quick_check(100)");
+    std::vector<std::string> problems;
+    while (check.step()) {
+        std::istringstream rows(check.text(0));
+        for (std::string line; std::getline(rows, line);) {
+            line.erase(0, line.find_first_not_of(" \t\r"));
+            line.erase(line.find_last_not_of(" \t\r") + 1);
+            if (line == "ok" && problems.empty()) return {};
+            if (!line.empty() && !line.starts_with("*** in database")) problems.push_back(line);
+        }
+    }
+    std::string out;
+    for (std::size_t i = 0; i < problems.size() && i < shown; ++i)
+        out += (i ? "; " : "") + problems[i].substr(0, 200);
+    if (problems.size() > shown)
+        out += "; and " + std::to_string(problems.size() - shown) + " more";
+    return out.empty() ? "quick_check did not say ok" : out;
+}
+
+} // namespace loaderlens::recording_open
