@@ -7,12 +7,10 @@
 #include "output_checks.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -28,17 +26,6 @@ namespace probes = loaderlens::probes;
 
 // 2^62 records: the dataset's byte size is checked for overflow after this.
 constexpr std::int64_t max_mkdata_count = std::int64_t{1} << 62;
-
-// Whether the dataset could not be written because the disk (or quota) is full: exit 1, "the
-// output could not be written", not bad input. probes reports every write failure as a
-// DatasetError ending in "(<strerror>)", so the reason is read from there.
-bool is_out_of_space(const probes::DatasetError& e) {
-    const std::string message = e.what();
-    for (int error : {ENOSPC, EDQUOT, EFBIG, EIO})
-        if (message.find(std::string("(") + std::strerror(error) + ")") != std::string::npos)
-            return true;
-    return false;
-}
 
 // "3x32x32" (or "3,32,32") -> {3, 32, 32}; "" -> {} (each record one element).
 std::optional<std::vector<std::int64_t>> parse_shape(const std::string& text) {
@@ -260,7 +247,8 @@ Runner add_mkdata(CLI::App& app) {
         } catch (const probes::DatasetError& e) {
             bar.clear();
             print_error(e.what());
-            return is_out_of_space(e) ? exit_internal : exit_bad_input;
+            // A full disk is "the output could not be written" (1), not bad input.
+            return says_out_of_space(e.what()) ? exit_internal : exit_bad_input;
         } catch (const Interrupted&) {
             bar.clear();
             print_error("interrupted; nothing written to " + o->dataset.path);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "output_checks.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -38,6 +40,14 @@ std::optional<std::string> output_name_problem(const std::string& option, const 
             return named + ": the file name holds a control character (a newline, a tab...): "
                            "give a name without one";
     return std::nullopt;
+}
+
+bool says_out_of_space(const std::string& message) {
+    for (int error : {ENOSPC, EDQUOT, EFBIG, EIO})
+        if (message.find(std::strerror(error)) != std::string::npos) return true;
+    // sqlite3_errstr(SQLITE_FULL) and (SQLITE_IOERR)
+    return message.find("database or disk is full") != std::string::npos ||
+           message.find("disk I/O error") != std::string::npos;
 }
 
 const std::vector<std::string>& sqlite_companion_suffixes() {

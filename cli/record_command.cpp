@@ -6,6 +6,7 @@
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/session.hpp"
 #include "numeric_option.hpp"
+#include "output_checks.hpp"
 #include "output_name.hpp"
 #include "record_options.hpp"
 #include "recording_output.hpp"
@@ -221,7 +222,8 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
                         " instead (--force overwrites, --no-clobber refuses)");
     } catch (const RecorderError& e) {
         print_error(e.what());
-        return {exit_bad_input, 0};
+        // No room for even an empty recording: the output could not be written (1).
+        return {says_out_of_space(e.what()) ? exit_internal : exit_bad_input, 0};
     }
     std::unique_ptr<Recorder>& recorder = created.recorder;
     const std::string output = created.path;

@@ -5,6 +5,7 @@
 // (The loader of `replay` dying with the recorder: test_replay_lifetime.cpp.)
 #include "loaderlens/recording.hpp"
 #include "precondition.hpp"
+#include "small_tmpfs.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -14,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -71,37 +71,6 @@ std::string empty_recording(const TempDir& dir, const std::string& name) {
     BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
     return path;
 }
-
-// A tmpfs of `kib` mounted at DIR/full for the test's life (root only).
-class SmallTmpfs {
-  public:
-    SmallTmpfs(const TempDir& dir, int kib) : path_(dir.file("full")) {
-        fs::create_directory(path_);
-        const std::string options = "size=" + std::to_string(kib) + "k,mode=0755";
-        mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
-        if (!mounted_) error_ = std::strerror(errno);
-    }
-    ~SmallTmpfs() {
-        if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
-    }
-    bool mounted() const { return mounted_; }
-    const std::string& error() const { return error_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    const std::string& path() const { return path_; }
-    // Writes FILLER until the file system is full.
-    void fill_up() const {
-        const int fd = ::open(file("filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        BOOST_REQUIRE(fd >= 0);
-        const std::string block(4096, 'x');
-        while (::write(fd, block.data(), block.size()) > 0) {
-        }
-        ::close(fd);
-    }
-
-  private:
-    std::string path_, error_;
-    bool mounted_ = false;
-};
 
 // Runs argv with standard output on `stdout_fd` (the test keeps its own copy closed or open).
 RunResult run_with_stdout(const std::vector<std::string>& argv, int stdout_fd) {
@@ -359,6 +328,27 @@ BOOST_AUTO_TEST_CASE(replay_on_a_full_disk_fails_with_its_report, *LOADERLENS_MA
                "no report: " << replay.out);
     for (const char* sidecar : {".markers", ".loader"})
         BOOST_TEST(!fs::exists(out + sidecar), sidecar);
+}
+
+// No room for even an empty recording: the output could not be written (1), one line, nothing left.
+BOOST_AUTO_TEST_CASE(no_room_for_a_recording_is_exit_1, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(geteuid() == 0, "needs root to mount a small tmpfs", InCi::must_have)) return;
+    TempDir dir;
+    const std::string data = small_dataset(dir);
+    SmallTmpfs full(dir, 512);
+    if (!precondition(full.mounted(), "cannot mount a tmpfs: " + full.error(), InCi::must_have))
+        return;
+    full.fill_up();
+    const std::string out = full.file("r.db");
+    for (const auto& argv :
+         {std::vector<std::string>{cli_path(), "record", "-q", "-o", out, "--", "true"},
+          std::vector<std::string>{cli_path(), "replay", "-q", "-o", out, data}}) {
+        auto result = run(argv);
+        BOOST_TEST(result.exit_code == 1, argv[1] << ": exit " << result.exit_code);
+        BOOST_TEST(one_line(result.err), result.err);
+        BOOST_TEST(mentions(result, out), result.err);
+        BOOST_TEST((names_in(full.path()) == std::set<std::string>{"filler"}), argv[1]);
+    }
 }
 
 // A closed pipe (`export ... | head -1`) is a failed write, exit 1 with at most one line, not a
