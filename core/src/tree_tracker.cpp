@@ -125,7 +125,9 @@ TreeChanges TreeTracker::scan() {
         const ProcessKey key = it->first;
         auto now_known = known_.find(key.pid);
         auto stat = fresh.find(key.pid);
-        bool gone = now_known == known_.end() || now_known->second.start_ticks != key.start_ticks;
+        const bool reused =
+            now_known != known_.end() && now_known->second.start_ticks != key.start_ticks;
+        const bool gone = now_known == known_.end() || reused;
         bool zombie = !gone && stat != fresh.end() && stat->second.state == 'Z';
         if (!gone && !zombie) {
             ++it;
@@ -133,6 +135,11 @@ TreeChanges TreeTracker::scan() {
         }
         ProcessInfo info = std::move(it->second);
         info.exit_ms = now;
+        // Its PID names a newer process: this one ended before that one began (the PID was
+        // free in between), however late the scan noticed it.
+        if (reused)
+            info.exit_ms = std::max(
+                info.birth_ms, std::min(clock_.ticks_to_ms(now_known->second.start_ticks), now));
         // Best first: our own wait (the command, orphans), then the pidfd (reaped by another
         // process, e.g. main reaping its workers), then a zombie's stat field 52.
         if (auto watched = exits_.take_exit_status(key)) info.exit_status = watched;

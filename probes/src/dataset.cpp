@@ -3,10 +3,14 @@
 // address record i (file, offset, record size, count).
 #include "loaderlens/probes/dataset.hpp"
 
+#include "lmdb_tree.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <lmdb.h>
+#include <map>
 #include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,27 +30,74 @@ std::string python_tuple(const std::vector<std::int64_t>& values) {
     return out + (values.size() == 1 ? ",)" : ")");
 }
 
+struct OpenFile {
+    int fd = -1;
+    ~OpenFile() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
 // Owns what an LMDB read needs, so that every error path closes it.
 struct LmdbReader {
     MDB_env* env = nullptr;
     MDB_txn* txn = nullptr;
-    MDB_cursor* cursor = nullptr;
     ~LmdbReader() {
-        if (cursor) mdb_cursor_close(cursor);
         if (txn) mdb_txn_abort(txn);
         if (env) mdb_env_close(env);
     }
 };
 
+// The pages of data.mdb read with pread, nothing mapped (lmdb_tree.hpp says why).
+class PreadPages {
+  public:
+    PreadPages(int fd, std::uint32_t page_size, std::string dataset)
+        : fd_(fd), page_size_(page_size), dataset_(std::move(dataset)) {}
+    const std::byte* operator()(std::uint64_t page) {
+        auto& bytes = pages_[page];
+        if (bytes.empty()) {
+            bytes.resize(page_size_);
+            std::size_t done = 0;
+            while (done < page_size_) {
+                const ssize_t n = ::pread(fd_, bytes.data() + done, page_size_ - done,
+                                          static_cast<off_t>(page * page_size_ + done));
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0)
+                    fail(dataset_, std::string("cannot read data.mdb: ") + std::strerror(errno));
+                if (n == 0) throw DatasetDamage(dataset_, "data.mdb shrank while being read");
+                done += static_cast<std::size_t>(n);
+            }
+        }
+        return bytes.data();
+    }
+
+  private:
+    int fd_;
+    std::uint32_t page_size_;
+    std::string dataset_;
+    std::map<std::uint64_t, std::vector<std::byte>> pages_;
+};
+
 DatasetLayout inspect_lmdb(const std::string& dir) {
     const std::string data_file = dir + "/data.mdb";
-    struct stat st {};
-    if (::stat(data_file.c_str(), &st) != 0)
+    OpenFile file{::open(data_file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    if (file.fd < 0)
         fail(dir,
              std::string("not an LMDB environment (no data.mdb: ") + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(file.fd, &st) != 0)
+        fail(dir, std::string("cannot stat data.mdb: ") + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) fail(dir, "not an LMDB environment (data.mdb is not a file)");
     if (st.st_size == 0) fail(dir, "not an LMDB environment (data.mdb is empty)");
 
+    // Checked before LMDB maps the file: LMDB would fault on a page past its end.
+    const LmdbMeta meta = read_lmdb_meta(file.fd, st.st_size, dir);
+    LmdbTree tree(meta, PreadPages(file.fd, meta.page_size, dir), dir);
+    const auto first = tree.first();
+    const auto last = tree.last();
+    if (!first || !last || meta.entries == 0)
+        fail(dir, "empty dataset (the LMDB environment has no records)");
+
+    // LMDB itself must accept it too (it only reads the meta pages here).
     auto not_lmdb = [&](int rc) {
         fail(dir, std::string("not an LMDB environment (") + mdb_strerror(rc) + ")");
     };
@@ -60,38 +111,28 @@ DatasetLayout inspect_lmdb(const std::string& dir) {
     if (int rc = mdb_dbi_open(lmdb.txn, nullptr, 0, &dbi); rc != 0) not_lmdb(rc);
     MDB_stat stat{};
     if (int rc = mdb_stat(lmdb.txn, dbi, &stat); rc != 0) not_lmdb(rc);
-    if (stat.ms_entries == 0) fail(dir, "empty dataset (the LMDB environment has no records)");
-    if (int rc = mdb_cursor_open(lmdb.txn, dbi, &lmdb.cursor); rc != 0) not_lmdb(rc);
-
-    const auto count = static_cast<std::int64_t>(stat.ms_entries);
-    MDB_val first_key{}, first_value{}, last_key{}, last_value{};
-    if (int rc = mdb_cursor_get(lmdb.cursor, &first_key, &first_value, MDB_FIRST); rc != 0)
-        fail(dir, std::string("cannot read the first record (") + mdb_strerror(rc) + ")");
-    if (int rc = mdb_cursor_get(lmdb.cursor, &last_key, &last_value, MDB_LAST); rc != 0)
-        fail(dir, std::string("cannot read the last record (") + mdb_strerror(rc) + ")");
+    if (stat.ms_entries != meta.entries || stat.ms_psize != meta.page_size)
+        fail(dir, "LMDB reads another meta page than the one checked (was data.mdb replaced?)");
 
     // The loader fetches record i with mdb_get(lmdb_key(i)); keys in any other form (text,
     // file names) would make every lookup miss, so say so here rather than at the first batch.
-    auto key_is = [](const MDB_val& key, std::int64_t index) {
-        const std::string expected = lmdb_key(index);
-        return key.mv_size == expected.size() &&
-               std::memcmp(key.mv_data, expected.data(), expected.size()) == 0;
-    };
-    if (!key_is(first_key, 0) || !key_is(last_key, count - 1))
+    if (meta.entries > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        fail(dir, "damaged LMDB meta page: " + std::to_string(meta.entries) + " entries");
+    const auto count = static_cast<std::int64_t>(meta.entries);
+    if (first->key != lmdb_key(0) || last->key != lmdb_key(count - 1))
         fail(dir, "the keys are not the record indices 0.." + std::to_string(count - 1) +
                       " as 8-byte big-endian integers (see docs/datasets.md)");
-    if (first_value.mv_size != last_value.mv_size)
-        fail(dir, "records of different sizes (the first has " +
-                      std::to_string(first_value.mv_size) + " bytes, the last " +
-                      std::to_string(last_value.mv_size) + ")");
-    if (first_value.mv_size == 0) fail(dir, "records of 0 bytes");
+    if (first->value.size != last->value.size)
+        fail(dir, "records of different sizes (the first has " + std::to_string(first->value.size) +
+                      " bytes, the last " + std::to_string(last->value.size) + ")");
+    if (first->value.size == 0) fail(dir, "records of 0 bytes");
 
     DatasetLayout layout;
     layout.kind = DatasetKind::lmdb;
     layout.path = dir;
     layout.data_file = data_file;
     layout.record_count = count;
-    layout.record_bytes = static_cast<std::int64_t>(first_value.mv_size);
+    layout.record_bytes = static_cast<std::int64_t>(first->value.size);
     layout.description =
         "lmdb " + std::to_string(count) + " x " + std::to_string(layout.record_bytes) + " B";
     return layout;

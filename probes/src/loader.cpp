@@ -54,6 +54,9 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
                           ": expected MiB between 0 and 1048576");
     if (o.step_us < 0 || o.epoch_pause_ms < 0)
         throw LoaderError("--step-time and --epoch-pause must not be negative");
+    constexpr std::int64_t day_ms = 86'400'000;
+    if (o.step_us > day_ms * 1000 || o.epoch_pause_ms > day_ms)
+        throw LoaderError("--step-time and --epoch-pause: at most a day");
 }
 
 // The memory the loader moves batches through, sized from the largest batch that can occur.
@@ -97,6 +100,38 @@ void check_shm_room(std::size_t bytes) {
         throw LoaderError("the batch buffers need " + mib_text(static_cast<std::int64_t>(bytes)) +
                           " of /dev/shm and only " + mib_text(free_bytes) +
                           " are free: lower --batch, --prefetch or --workers");
+}
+
+std::int64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+}
+
+// What the loader allocates because of its options, against the machine's memory: a clear
+// error before anything runs rather than std::bad_alloc or the OOM killer midway.
+void check_memory(const LoaderOptions& o, const DatasetLayout& layout, const BufferPlan& plan) {
+    const std::int64_t memory = physical_memory_bytes();
+    if (memory == 0) return;
+    // `what` would take `bytes`, more than `share` of the memory.
+    const auto refuse_over = [&](double bytes, double share, const std::string& what) {
+        if (bytes <= share * static_cast<double>(memory)) return;
+        throw LoaderError(what + " would take " +
+                          mib_text(static_cast<std::int64_t>(std::min(bytes, 0x1p62))) +
+                          ", more than " + (share < 1 ? "a quarter of " : "") + "this machine's " +
+                          mib_text(memory) + " of memory");
+    };
+    refuse_over(static_cast<double>(o.cow_heap_mib) * (1 << 20), 1,
+                "--cow-heap " + std::to_string(o.cow_heap_mib));
+    // ReadProgress notes every record read: one bit per record, for main and each worker.
+    const int trackers = std::max(o.pattern.workers, 0) + 1;
+    refuse_over(static_cast<double>(layout.record_count / 64 + 1) * 8 * trackers, 0.25,
+                layout.path + ": noting which of its " + std::to_string(layout.record_count) +
+                    " records each of " + std::to_string(trackers) +
+                    " processes read (a larger --record-size makes fewer records)");
+    if (o.pattern.workers == 0)
+        refuse_over(static_cast<double>(plan.slot_bytes), 1,
+                    "--batch " + std::to_string(o.pattern.batch) + ": the batch buffer");
+    if (o.pin) refuse_over(static_cast<double>(plan.ring_bytes), 1, "--pin: the staging buffers");
 }
 
 void sleep_us(std::int64_t us) {
@@ -158,7 +193,8 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
                              .batch_bytes = slot_bytes_,
                              .reader = &reader_,
                              .heap = heap_.get(),
-                             .reopen_each_epoch = o_.reopen_each_epoch};
+                             .reopen_each_epoch = o_.reopen_each_epoch,
+                             .dataset = layout_.path};
         pool_ = std::make_unique<WorkerPool>(workers_, in_flight_, shared);
     } else {
         const std::size_t bytes = (slot_bytes_ + 63) / 64 * 64;
@@ -368,7 +404,8 @@ LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout) 
     }
     validate(resolved.pattern, layout.record_count);
     validate_loader(resolved, layout);
-    plan_buffers(resolved, layout); // too big for /dev/shm is bad input too
+    // Too big for /dev/shm or for the machine is bad input too.
+    check_memory(resolved, layout, plan_buffers(resolved, layout));
     return resolved;
 }
 
@@ -400,7 +437,8 @@ LoaderSummary run_loader(const LoaderOptions& options) {
     } catch (const std::exception& e) {
         LoaderEvents(resolved.markers_path, resolved.events_path)
             .event({{"event", "end"}, {"status", "error"}, {"message", e.what()}});
-        if (dynamic_cast<const LoaderRunError*>(&e)) throw;
+        // A dataset found damaged mid-run is bad input like one found before (exit 2).
+        if (dynamic_cast<const LoaderRunError*>(&e) || dynamic_cast<const DatasetError*>(&e)) throw;
         throw LoaderRunError(e.what());
     }
 }

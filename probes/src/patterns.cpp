@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <numeric>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace loaderlens::probes {
@@ -209,6 +210,49 @@ std::string out_of_range(std::string_view index, std::int64_t dataset_size) {
     return fmt::format("index {} is out of range: the dataset has {} samples", index, dataset_size);
 }
 
+// The longest list an epoch of `options` builds; refuses one longer than max_samples_per_epoch,
+// naming what asked for it.
+void check_epoch_size(const PatternOptions& options, std::int64_t dataset_size) {
+    constexpr std::int64_t most = max_samples_per_epoch;
+    const std::string limit = fmt::format("at most {} samples per epoch (each epoch's list is "
+                                          "built in memory)",
+                                          most);
+    if (options.num_samples > most)
+        throw PatternError(fmt::format("--num-samples {}: {}", options.num_samples, limit));
+    if (options.pattern == Pattern::distributed && options.world > most)
+        throw PatternError(fmt::format("--world {}: {}", options.world, limit));
+    if (options.pattern == Pattern::trace) {
+        if (static_cast<std::int64_t>(options.trace.size()) > most)
+            throw PatternError(fmt::format("--trace: {} indices, {}", options.trace.size(), limit));
+        return;
+    }
+    if (options.pattern == Pattern::windows) {
+        const std::int64_t spans = dataset_size / std::max<std::int64_t>(options.window, 1);
+        if (options.num_samples == 0 && spans > most)
+            throw PatternError(fmt::format("the dataset has {} samples: --pattern windows draws "
+                                           "{} spans of --window {} each epoch, {}; pass "
+                                           "--num-samples N",
+                                           dataset_size, spans, options.window, limit));
+        return;
+    }
+    // Every other pattern lists the whole dataset (or a permutation of it) each epoch, unless
+    // random draws --num-samples; a subset is a permutation of the whole dataset too.
+    const bool draws_only =
+        options.pattern == Pattern::random && options.num_samples > 0 && !(options.subset < 1);
+    if (draws_only || dataset_size <= most) {
+        // distributed pads the epoch to a multiple of the world size.
+        if (options.pattern == Pattern::distributed && dataset_size + options.world - 1 > most)
+            throw PatternError(
+                fmt::format("--world {}: the padded epoch of a {}-sample dataset exceeds {}",
+                            options.world, dataset_size, limit));
+        return;
+    }
+    throw PatternError(fmt::format(
+        "the dataset has {} samples: --pattern {} lists every one of them each epoch, {}; "
+        "use --pattern random --num-samples N or --pattern windows",
+        dataset_size, to_string(options.pattern), limit));
+}
+
 } // namespace
 
 std::optional<Pattern> parse_pattern(std::string_view name) {
@@ -276,6 +320,7 @@ void validate(const PatternOptions& options, std::int64_t dataset_size) {
         (options.window < 1 || options.window > dataset_size))
         throw PatternError(fmt::format("--window {}: windows needs --window N with 1 <= N <= {}",
                                        options.window, dataset_size));
+    check_epoch_size(options, dataset_size);
     if (options.pattern == Pattern::trace) {
         if (options.trace.empty())
             throw PatternError("--trace: the trace has no indices; trace needs at least one");
@@ -376,56 +421,124 @@ std::vector<Batch> epoch_batches(const PatternOptions& options, std::int64_t dat
     }
 }
 
-std::vector<std::int64_t> read_trace(const std::string& path, std::int64_t dataset_size) {
-    // POSIX reads so that the error names the real cause (ENOENT, EACCES, EISDIR, ...).
-    const auto cannot_read = [&path] {
-        return PatternError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-    };
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw cannot_read();
-    std::string text;
-    std::array<char, 65536> buffer;
-    for (;;) {
-        const ssize_t got = ::read(fd, buffer.data(), buffer.size());
-        if (got == 0) break;
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            const PatternError error = cannot_read();
-            ::close(fd);
-            throw error;
-        }
-        text.append(buffer.data(), static_cast<std::size_t>(got));
-    }
-    ::close(fd);
+namespace {
 
-    std::vector<std::int64_t> indices;
-    std::string_view rest = text;
-    for (std::int64_t line_number = 1; !rest.empty(); ++line_number) {
-        const auto newline = rest.find('\n');
-        const std::string_view line = trim(rest.substr(0, newline));
-        rest = newline == std::string_view::npos ? std::string_view{} : rest.substr(newline + 1);
-        if (line.empty() || line.front() == '#') continue;
+// Parses a trace one line at a time, so that memory holds the indices, never the text.
+class TraceParser {
+  public:
+    TraceParser(const std::string& path, std::int64_t dataset_size)
+        : path_(path), dataset_size_(dataset_size) {}
+
+    void add(std::string_view text) {
+        while (!text.empty()) {
+            const auto newline = text.find('\n');
+            line_.append(text.substr(0, newline));
+            if (line_.size() > max_line)
+                throw PatternError(fmt::format("{}:{}: '{}...' is not a sample index", path_,
+                                               line_number_, printable(line_.substr(0, 40))));
+            if (newline == std::string_view::npos) return;
+            end_line();
+            text.remove_prefix(newline + 1);
+        }
+    }
+
+    std::vector<std::int64_t> finish() {
+        if (!line_.empty()) end_line();
+        return std::move(indices_);
+    }
+
+  private:
+    // Longer than any index with blanks around it: a binary file, not a trace.
+    static constexpr std::size_t max_line = 4096;
+
+    static std::string printable(std::string_view text) {
+        std::string out(text);
+        std::replace_if(
+            out.begin(), out.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; },
+            '?');
+        return out;
+    }
+
+    void end_line() {
+        const std::string_view line = trim(line_);
+        const std::int64_t number = line_number_++;
+        if (!line.empty() && line.front() != '#') parse(line, number);
+        line_.clear();
+    }
+
+    void parse(std::string_view line, std::int64_t line_number) {
         std::int64_t index = 0;
         const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), index);
         const bool whole_line = end == line.data() + line.size();
         if (error == std::errc::result_out_of_range && whole_line)
             throw PatternError(
-                fmt::format("{}:{}: {}", path, line_number, out_of_range(line, dataset_size)));
-        if (error != std::errc{} || !whole_line) {
-            // Quote a bounded excerpt so that a binary file still gives a one-line message.
-            std::string excerpt(line.substr(0, 40));
-            std::replace_if(
-                excerpt.begin(), excerpt.end(),
-                [](char c) { return static_cast<unsigned char>(c) < 0x20; }, '?');
-            throw PatternError(fmt::format("{}:{}: '{}{}' is not a sample index", path, line_number,
-                                           excerpt, line.size() > 40 ? "..." : ""));
-        }
-        if (index < 0 || index >= dataset_size)
-            throw PatternError(fmt::format("{}:{}: {}", path, line_number,
-                                           out_of_range(std::to_string(index), dataset_size)));
-        indices.push_back(index);
+                fmt::format("{}:{}: {}", path_, line_number, out_of_range(line, dataset_size_)));
+        if (error != std::errc{} || !whole_line)
+            // A bounded excerpt, so that a binary file still gives a one-line message.
+            throw PatternError(fmt::format("{}:{}: '{}{}' is not a sample index", path_,
+                                           line_number, printable(line.substr(0, 40)),
+                                           line.size() > 40 ? "..." : ""));
+        if (index < 0 || index >= dataset_size_)
+            throw PatternError(fmt::format("{}:{}: {}", path_, line_number,
+                                           out_of_range(std::to_string(index), dataset_size_)));
+        if (static_cast<std::int64_t>(indices_.size()) >= max_samples_per_epoch)
+            throw PatternError(fmt::format("{}: more than {} indices (the most an epoch holds)",
+                                           path_, max_samples_per_epoch));
+        indices_.push_back(index);
     }
-    return indices;
+
+    const std::string& path_;
+    std::int64_t dataset_size_;
+    std::string line_;
+    std::int64_t line_number_ = 1;
+    std::vector<std::int64_t> indices_;
+};
+
+struct TraceFile {
+    int fd = -1;
+    ~TraceFile() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+} // namespace
+
+std::vector<std::int64_t> read_trace(const std::string& path, std::int64_t dataset_size) {
+    // POSIX reads so that the error names the real cause (ENOENT, EACCES, EISDIR, ...).
+    const auto cannot_read = [&path] {
+        return PatternError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+    };
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever.
+    TraceFile file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+    if (file.fd < 0) throw cannot_read();
+    struct stat st {};
+    if (::fstat(file.fd, &st) != 0) throw cannot_read();
+    if (S_ISDIR(st.st_mode))
+        throw PatternError(fmt::format("{}: cannot read: {}", path, std::strerror(EISDIR)));
+    if (!S_ISREG(st.st_mode))
+        throw PatternError(fmt::format("{}: not a regular file (a pipe, device or socket has no "
+                                       "end to read to): write the trace to a file",
+                                       path));
+    const auto too_large = [&path] {
+        return PatternError(fmt::format("{}: larger than {} bytes, the most a trace may have", path,
+                                        max_trace_bytes));
+    };
+    if (st.st_size > max_trace_bytes) throw too_large();
+    TraceParser parser(path, dataset_size);
+    std::array<char, 65536> buffer;
+    std::int64_t total = 0;
+    for (;;) {
+        const ssize_t got = ::read(file.fd, buffer.data(), buffer.size());
+        if (got == 0) break;
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            throw cannot_read();
+        }
+        total += got;
+        if (total > max_trace_bytes) throw too_large(); // a file that grows as it is read
+        parser.add(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+    }
+    return parser.finish();
 }
 
 } // namespace loaderlens::probes

@@ -2,10 +2,14 @@
 #include "sample_reader.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace loaderlens::probes {
@@ -65,6 +69,17 @@ void SampleReader::open() {
     if (layout_.kind == DatasetKind::lmdb) return open_lmdb();
     fd_ = ::open(layout_.data_file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw LoaderError(layout_.data_file + ": cannot open: " + std::strerror(errno));
+    // inspect_dataset() measured the file; it may have been cut since (a copy still running):
+    // a map past its end would kill the reader with SIGBUS.
+    const std::int64_t needed = layout_.data_offset + layout_.record_count * layout_.record_bytes;
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && st.st_size < needed) {
+        ::close(fd_);
+        fd_ = -1;
+        throw LoaderError(layout_.data_file + ": shrank to " + std::to_string(st.st_size) +
+                          " bytes since it was inspected (" + std::to_string(needed) +
+                          " expected)");
+    }
     if (mode_ == ReadMode::pread) {
         if (advice_ != Advice::dontneed_after_use) posix_fadvise(fd_, 0, 0, fadvise_code(advice_));
         return;
@@ -95,7 +110,54 @@ void SampleReader::reopen() {
     open();
 }
 
+namespace {
+// The meta pages of data.mdb, checked with pread before LMDB maps the file. inspect_dataset()
+// checked them already: a problem now means the file changed under the loader, a failed run
+// (exit 1) like a mapped file that shrinks.
+LmdbMeta checked_lmdb_meta(const DatasetLayout& layout) {
+    const int fd = ::open(layout.data_file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw LoaderError(layout.data_file + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    try {
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            throw LoaderError(layout.data_file + ": no longer a regular file");
+        LmdbMeta meta = read_lmdb_meta(fd, st.st_size, layout.path);
+        ::close(fd);
+        return meta;
+    } catch (const DatasetDamage& e) {
+        ::close(fd);
+        throw LoaderError(layout.path + ": changed since it was inspected: " + e.reason);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+}
+
+// Where LMDB mapped data.mdb. LMDB does not say (MDB_envinfo.me_mapaddr is the meta page's
+// fixed address, null without MDB_FIXEDMAP): its mapping is the one of the file's device and
+// inode at offset 0 as long as the environment's map size. A mapping of our own would count the
+// pages it touches in RSS a second time.
+const std::byte* lmdb_mapping(const std::string& data_file, std::size_t map_size) {
+    struct stat st {};
+    if (::stat(data_file.c_str(), &st) != 0) return nullptr;
+    const std::size_t length = (map_size + page_size - 1) / page_size * page_size;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long start = 0, end = 0, offset = 0, inode = 0;
+        unsigned major_number = 0, minor_number = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx %*s %lx %x:%x %lu", &start, &end, &offset,
+                        &major_number, &minor_number, &inode) != 6)
+            continue;
+        if (inode == st.st_ino && major_number == major(st.st_dev) &&
+            minor_number == minor(st.st_dev) && offset == 0 && end - start == length)
+            return reinterpret_cast<const std::byte*>(start);
+    }
+    return nullptr;
+}
+} // namespace
+
 void SampleReader::open_lmdb() {
+    const LmdbMeta meta = checked_lmdb_meta(layout_);
     int rc = mdb_env_create(&env_);
     if (rc != 0) throw LoaderError(lmdb_problem(layout_, "mdb_env_create", rc));
     // MDB_NOLOCK: datasets are read-only (often in read-only directories) and an environment
@@ -112,12 +174,30 @@ void SampleReader::open_lmdb() {
         throw LoaderError(lmdb_problem(layout_, "cannot open the environment", rc));
     }
     MDB_envinfo info{};
-    if (advice_ != Advice::normal && advice_ != Advice::dontneed_after_use &&
-        mdb_env_info(env_, &info) == 0 && info.me_mapaddr)
-        apply_advice(static_cast<std::byte*>(info.me_mapaddr), info.me_mapsize);
+    MDB_stat stat{};
+    if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &stat) != 0 ||
+        stat.ms_psize != meta.page_size || info.me_last_pgno != meta.last_page) {
+        close_lmdb();
+        throw DatasetDamage(layout_.path, "LMDB reads another meta page than the one checked "
+                                          "(was data.mdb replaced?)");
+    }
+    lmdb_map_ = lmdb_mapping(layout_.data_file, info.me_mapsize);
+    if (!lmdb_map_) {
+        close_lmdb();
+        throw LoaderError(layout_.data_file + ": LMDB's map of it is not in /proc/self/maps");
+    }
+    lmdb_tree_ = std::make_unique<LmdbTree>(
+        meta,
+        [map = lmdb_map_, page_size = meta.page_size](std::uint64_t page) {
+            return map + page * page_size;
+        },
+        layout_.path);
+    apply_advice(const_cast<std::byte*>(lmdb_map_), info.me_mapsize);
 }
 
 void SampleReader::close_lmdb() {
+    lmdb_tree_.reset();
+    lmdb_map_ = nullptr;
     mdb_env_close(env_);
     env_ = nullptr;
 }
@@ -148,6 +228,9 @@ std::int64_t SampleReader::read_file(const Sample& sample, std::byte* dest) {
         while (done < bytes) {
             ssize_t n = ::pread(fd_, buffer.get() + done, bytes - done,
                                 static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
+            if (n < 0 && errno == EINTR) continue;
+            // The file shrank under the running loader: a failed run (exit 1), as a mapped
+            // read's SIGBUS is; damage that was there from the start is the dataset's (exit 2).
             if (n <= 0)
                 throw LoaderError(layout_.data_file + ": read failed at offset " +
                                   std::to_string(offset) + ": " +
@@ -171,23 +254,40 @@ std::int64_t SampleReader::read_file(const Sample& sample, std::byte* dest) {
     return static_cast<std::int64_t>(bytes);
 }
 
+namespace {
+// A read transaction that every exit path aborts.
+struct ReadTxn {
+    MDB_txn* txn = nullptr;
+    ~ReadTxn() {
+        if (txn) mdb_txn_abort(txn);
+    }
+};
+} // namespace
+
 std::int64_t SampleReader::read_lmdb(const Sample& sample, std::byte* dest) {
     if (!env_) open_lmdb(); // LmdbOpen::worker: opened on first use, in the worker
-    MDB_txn* txn = nullptr;
-    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+    ReadTxn read;
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &read.txn);
     if (rc != 0) throw LoaderError(lmdb_problem(layout_, "mdb_txn_begin", rc));
     std::int64_t total = 0;
     for (std::int64_t i = 0; i < sample.count; ++i) {
-        std::string key = lmdb_key(sample.index + i);
+        const std::int64_t index = sample.index + i;
+        const std::string record = "record " + std::to_string(index);
+        std::string key = lmdb_key(index);
+        // The path to the key is checked first; LMDB then takes the same one.
+        const auto found = lmdb_tree_->find(key);
+        if (!found) throw DatasetDamage(layout_.path, record + " is missing");
         MDB_val k{key.size(), key.data()}, value{};
-        rc = mdb_get(txn, dbi_, &k, &value);
-        if (rc != 0) {
-            mdb_txn_abort(txn);
-            throw LoaderError(
-                lmdb_problem(layout_, ("record " + std::to_string(sample.index + i)).c_str(), rc));
-        }
-        const auto bytes =
-            std::min<std::size_t>(value.mv_size, static_cast<std::size_t>(layout_.record_bytes));
+        rc = mdb_get(read.txn, dbi_, &k, &value);
+        if (rc != 0) throw DatasetDamage(layout_.path, record + ": " + mdb_strerror(rc));
+        if (value.mv_data != lmdb_map_ + found->offset || value.mv_size != found->size)
+            throw DatasetDamage(layout_.path, record + ": LMDB found it elsewhere than the page "
+                                                       "check did");
+        if (value.mv_size != static_cast<std::size_t>(layout_.record_bytes))
+            throw DatasetDamage(layout_.path, record + " has " + std::to_string(value.mv_size) +
+                                                  " bytes, the first " +
+                                                  std::to_string(layout_.record_bytes));
+        const auto bytes = value.mv_size;
         const auto* source = static_cast<const std::byte*>(value.mv_data);
         if (mode_ == ReadMode::mmap_copy) { // bytes(txn.get(key)): a private copy first
             auto copy = private_buffer(bytes);
@@ -199,7 +299,6 @@ std::int64_t SampleReader::read_lmdb(const Sample& sample, std::byte* dest) {
         if (advice_ == Advice::dontneed_after_use) drop_after_use(source, value.mv_size);
         total += static_cast<std::int64_t>(bytes);
     }
-    mdb_txn_abort(txn);
     return total;
 }
 

@@ -4,10 +4,12 @@
 // then used in the workers it forks: maps and file descriptors are inherited.
 #pragma once
 
+#include "lmdb_tree.hpp"
 #include "loaderlens/probes/loader.hpp"
 
 #include <cstddef>
 #include <lmdb.h>
+#include <memory>
 
 namespace loaderlens::probes {
 
@@ -19,7 +21,8 @@ class SampleReader {
     SampleReader& operator=(const SampleReader&) = delete;
 
     // Copies `sample.count` records from `sample.index` into `dest` (collate); returns the bytes
-    // taken from the dataset.
+    // taken from the dataset. A damaged dataset (a record missing, of another size, on a corrupt
+    // LMDB page; a file shorter than inspected) throws DatasetDamage.
     std::int64_t read(const Sample& sample, std::byte* dest);
     // --reopen-each-epoch: drops this process's map / environment and opens a new one, so the
     // pages it had mapped are no longer counted in its RSS.
@@ -47,6 +50,8 @@ class SampleReader {
     std::size_t map_bytes_ = 0;
     MDB_env* env_ = nullptr;
     MDB_dbi dbi_ = 0;
+    const std::byte* lmdb_map_ = nullptr;
+    std::unique_ptr<LmdbTree> lmdb_tree_; // checks each lookup's path before LMDB takes it
 };
 
 } // namespace loaderlens::probes

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "worker.hpp"
 
+#include "loaderlens/probes/dataset.hpp"
 #include "sample_reader.hpp"
 #include "shared_buffers.hpp"
 
@@ -37,12 +38,16 @@ bool read_all(int fd, void* data, std::size_t bytes) {
 }
 
 namespace {
-void send_failure(const WorkerContext& context, std::int64_t batch, const std::string& why) {
+void send_failure(const WorkerContext& context, std::int64_t batch, Failure failure,
+                  const std::string& why) {
     TaskResult result{};
     result.batch_number = batch;
     result.worker = context.worker;
-    result.failed = 1;
-    std::strncpy(result.message, why.c_str(), sizeof result.message - 1);
+    result.failed = static_cast<std::int32_t>(failure);
+    std::string text = why;
+    if (text.size() >= sizeof result.message) // cut, and say so
+        text = text.substr(0, sizeof result.message - 4) + "...";
+    std::strncpy(result.message, text.c_str(), sizeof result.message - 1);
     write_all(context.result_fd, &result, sizeof result);
 }
 } // namespace
@@ -72,8 +77,11 @@ int worker_main(const WorkerContext& context) {
                         context.heap->visit(sample.index + i);
             }
             if (!write_all(context.result_fd, &result, sizeof result)) return 1;
+        } catch (const DatasetDamage& e) { // main names the dataset: only the reason is sent
+            send_failure(context, task.batch_number, Failure::dataset_damaged, e.reason);
+            return 1;
         } catch (const std::exception& e) {
-            send_failure(context, task.batch_number, e.what());
+            send_failure(context, task.batch_number, Failure::run, e.what());
             return 1;
         }
     }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace loaderlens::probes {
 
@@ -20,11 +21,15 @@ struct TaskHeader {
     std::int32_t samples;      // followed by this many Sample records
 };
 
+// Why a worker stopped: main turns a damaged dataset into a DatasetError (bad input, exit 2),
+// anything else into a failed run (exit 1).
+enum class Failure : std::int32_t { none = 0, run = 1, dataset_damaged = 2 };
+
 struct TaskResult {
     std::int64_t batch_number;
     std::int64_t bytes_read;
     std::int32_t worker;
-    std::int32_t failed; // 1: message says why, and the worker exits
+    std::int32_t failed; // a Failure: message says why, and the worker exits
     char message[104];
 };
 static_assert(sizeof(TaskResult) == 128);
@@ -37,6 +42,7 @@ struct WorkerContext {
     SampleReader* reader = nullptr;
     CowHeap* heap = nullptr;
     bool reopen_each_epoch = false;
+    std::string dataset; // names the dataset in a damaged-dataset error
 };
 
 // Runs until the task pipe is closed; returns the process exit code.

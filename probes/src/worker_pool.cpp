@@ -131,11 +131,16 @@ void WorkerPool::throw_reported_failure() {
     while (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN)) {
         TaskResult result{};
         if (!read_all(result_fd_, &result, sizeof result)) return;
-        if (result.failed) {
-            result.message[sizeof result.message - 1] = '\0';
-            throw LoaderError("worker " + std::to_string(result.worker) + ": " + result.message);
-        }
+        if (result.failed) throw_failure(result);
     }
+}
+
+void WorkerPool::throw_failure(TaskResult& result) const {
+    result.message[sizeof result.message - 1] = '\0';
+    const std::string worker = "worker " + std::to_string(result.worker);
+    if (result.failed == static_cast<std::int32_t>(Failure::dataset_damaged))
+        throw DatasetError(shared_.dataset + ": " + result.message + " (found by " + worker + ")");
+    throw LoaderError(worker + ": " + result.message);
 }
 
 TaskResult WorkerPool::receive() {
@@ -153,10 +158,7 @@ TaskResult WorkerPool::receive() {
             check_alive();
             throw LoaderError("all workers exited before the epoch ended");
         }
-        if (result.failed) {
-            result.message[sizeof result.message - 1] = '\0';
-            throw LoaderError("worker " + std::to_string(result.worker) + ": " + result.message);
-        }
+        if (result.failed) throw_failure(result);
         return result;
     }
 }

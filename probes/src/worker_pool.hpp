@@ -24,7 +24,8 @@ class WorkerPool {
     void send(int worker, const TaskHeader& header, const std::vector<Sample>& samples);
     // Tells every worker a new epoch begins.
     void new_epoch();
-    // The next result from any worker. Throws LoaderError when a worker failed or died.
+    // The next result from any worker. Throws LoaderError when a worker failed or died,
+    // DatasetError when it found the dataset damaged.
     TaskResult receive();
     // Closes the task pipes and waits for the workers to exit.
     void stop();
@@ -39,6 +40,8 @@ class WorkerPool {
     void check_alive();
     // Throws the failure a worker reported, if one is waiting in the result pipe.
     void throw_reported_failure();
+    // DatasetError for a damaged dataset, else LoaderError naming the worker.
+    [[noreturn]] void throw_failure(TaskResult& result) const;
 
     int count_;
     int max_in_flight_;

@@ -29,7 +29,7 @@ struct TrackerOptions {
     pid_t scan_root = 0;                     // descendants of this PID are tracked
     bool track_scan_root = true;             // false when the scan root is the recorder itself
     pid_t main_pid = 0;                      // the process given the role `main`
-    std::optional<std::string> worker_match; // ECMAScript regex on comm or cmdline
+    std::optional<std::string> worker_match; // POSIX ERE on comm or cmdline (WorkerMatch)
     bool pidfd_exit_status = true;           // false forces the zombie/wait fallback
 };
 

@@ -17,6 +17,15 @@ struct DatasetError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A dataset that is damaged (truncated, a corrupt page), found when inspecting it or while
+// reading it. The reason is kept apart from the path: a worker sends only the reason to main,
+// in a message of bounded size, and main names the dataset.
+struct DatasetDamage : DatasetError {
+    DatasetDamage(const std::string& dataset, const std::string& why)
+        : DatasetError(dataset + ": " + why), reason(why) {}
+    std::string reason;
+};
+
 enum class DatasetKind { npy, raw, lmdb };
 const char* to_string(DatasetKind kind);
 

@@ -51,8 +51,15 @@ struct Batch {
     std::vector<Sample> samples;
 };
 
+// An epoch's samples are listed in memory (about 50 bytes each while it is built): at most this
+// many, whatever the options (--num-samples, --world, the dataset size) ask for. A trace file has
+// at most this many indices and `max_trace_bytes` bytes.
+constexpr std::int64_t max_samples_per_epoch = std::int64_t{1} << 26;
+constexpr std::int64_t max_trace_bytes = std::int64_t{1} << 30;
+
 // Checks the options against the dataset size; throws PatternError with a one-line message
-// naming the option (e.g. "--window 0: windows needs --window N with 1 <= N <= 1000").
+// naming the option (e.g. "--window 0: windows needs --window N with 1 <= N <= 1000"), also when
+// an epoch would list more than max_samples_per_epoch samples.
 void validate(const PatternOptions& options, std::int64_t dataset_size);
 
 // The dataset indices kept by random_split(fraction) with generator seed `seed`: a seeded
@@ -72,7 +79,10 @@ std::vector<Batch> epoch_batches(const PatternOptions& options, std::int64_t dat
                                  int epoch);
 
 // Reads a trace file: one index per line (blank lines and lines starting with '#' skipped).
-// Throws PatternError "FILE:LINE: ..." for text that is not an index or an index >= dataset_size.
+// Throws PatternError "FILE:LINE: ..." for text that is not an index or an index >= dataset_size,
+// and "FILE: ..." for a file that is not a regular file (a FIFO or a device such as /dev/zero
+// has no end to read to), is larger than max_trace_bytes or holds more than
+// max_samples_per_epoch indices. Memory: the indices, never the whole text.
 std::vector<std::int64_t> read_trace(const std::string& path, std::int64_t dataset_size);
 
 } // namespace loaderlens::probes
