@@ -2,7 +2,7 @@
 // `replay` runs the reference loader (`loaderlens load`) as its child: the loader and its workers
 // must not outlive the recorder, however it dies, and the files beside the recording go with it
 // wherever the recorder can remove them.
-#include "precondition.hpp"
+#include "loaderlens/proc_text.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+using namespace loaderlens;
 using namespace loaderlens::test;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -46,14 +47,24 @@ std::vector<pid_t> descendants_of(pid_t root) {
     return found;
 }
 
+struct Seen {
+    pid_t pid;
+    std::uint64_t start_ticks; // so that a reused PID is not taken for the process
+};
+
+Seen seen(pid_t pid) {
+    auto text = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+    auto stat = text ? parse_stat(*text) : std::nullopt;
+    return {pid, stat ? stat->start_ticks : 0};
+}
+
 // Alive and not a zombie. A zombie re-parented to this test process (a subreaper, after other
 // tests) is reaped on the way.
-bool running(pid_t pid) {
-    waitpid(pid, nullptr, WNOHANG);
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    const auto close = text.rfind(')');
-    return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+bool running(const Seen& process) {
+    waitpid(process.pid, nullptr, WNOHANG);
+    auto text = read_text_file("/proc/" + std::to_string(process.pid) + "/stat");
+    auto stat = text ? parse_stat(*text) : std::nullopt;
+    return stat && stat->start_ticks == process.start_ticks && stat->state != 'Z';
 }
 
 // The replay's loader and its `workers` workers, once they all run (empty on timeout).
@@ -91,20 +102,22 @@ BOOST_AUTO_TEST_CASE(the_loader_dies_with_a_killed_replay) {
     Child replay(replay_argv(data, dir.file("k.db")));
     const auto tree = wait_for_loader(replay.pid(), 2);
     BOOST_REQUIRE_MESSAGE(tree.size() >= 3u, "the loader and its 2 workers never ran");
+    std::vector<Seen> left;
+    for (pid_t pid : tree)
+        left.push_back(seen(pid));
     ::kill(replay.pid(), SIGKILL);
     BOOST_REQUIRE(replay.wait(5s));
-    std::vector<pid_t> left = tree;
     for (auto deadline = std::chrono::steady_clock::now() + 5s;
          !left.empty() && std::chrono::steady_clock::now() < deadline;
          std::this_thread::sleep_for(20ms))
-        std::erase_if(left, [](pid_t pid) { return !running(pid); });
+        std::erase_if(left, [](const Seen& process) { return !running(process); });
     std::ostringstream pids;
-    for (pid_t pid : left)
-        pids << " " << pid;
+    for (const Seen& process : left)
+        pids << " " << process.pid;
     BOOST_TEST(left.empty(), "still running 5 s after replay was killed:"
                                  << pids.str() << " (of the loader " << tree.front() << ")");
-    for (pid_t pid : left)
-        ::kill(pid, SIGKILL);
+    for (const Seen& process : left)
+        ::kill(process.pid, SIGKILL);
 }
 
 // SIGTERM: the loader is stopped the same way, the recording is finished, and the files beside it
