@@ -102,7 +102,12 @@ Recording::Recording(const std::string& path) : path_(path) {
     if (::stat(path.c_str(), &st) != 0) throw RecordingError(path + ": " + std::strerror(errno));
     if (S_ISDIR(st.st_mode)) throw RecordingError(path + ": is a directory, not a recording");
     if (st.st_size == 0) throw RecordingError(path + ": empty file, not a recording");
+    // SQLite says only "unable to open database file" of a file or a -wal it may not read.
+    if (::access(path.c_str(), R_OK) != 0) throw RecordingError(path + ": " + std::strerror(errno));
     const bool wal = wal_mode_header(path), has_wal = exists(path + "-wal");
+    if (has_wal && ::access((path + "-wal").c_str(), R_OK) != 0)
+        throw RecordingError(path + "-wal: " + std::strerror(errno) +
+                             " (the recording's newest data is in it)");
     if (wal && !has_wal) missing_wal_ = path + "-wal";
     try {
         db_ = open_reader(path, wal && (!has_wal || !exists(path + "-shm")));
@@ -110,7 +115,9 @@ Recording::Recording(const std::string& path) : path_(path) {
         version.step();
         const std::int64_t schema = version.int64(0);
         if (!db_->has_table("meta") || meta("format") != recording_format) {
-            if (!missing_wal_.empty()) throw RecordingError(lost_wal_message(path));
+            if (!missing_wal_.empty()) throw RecordingError(lost_wal_message(path, "missing"));
+            if (wal && file_size(path + "-wal") == 0)
+                throw RecordingError(lost_wal_message(path, "empty"));
             throw RecordingError(path +
                                  ": not a loaderlens recording (SQLite, but no recording meta)");
         }

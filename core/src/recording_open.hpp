@@ -62,10 +62,16 @@ inline std::unique_ptr<sql::Database> open_reader(const std::string& path, bool 
     return db;
 }
 
-inline std::string lost_wal_message(const std::string& path) {
+// `how`: "missing", or "empty" (the -wal beside it is not the recording's: its data is lost).
+inline std::string lost_wal_message(const std::string& path, const std::string& how) {
     const std::string name = std::filesystem::path(path).filename().string();
-    return path + ": the recording's data is in " + path + "-wal, which is missing: copy " + name +
-           "-wal (and " + name + "-shm) along with " + name;
+    return path + ": the recording's data is in " + path + "-wal, which is " + how + ": copy " +
+           name + "-wal (and " + name + "-shm) along with " + name;
+}
+
+inline std::uintmax_t file_size(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uintmax_t>(st.st_size) : 0;
 }
 
 // What PRAGMA quick_check found, as one line; empty when it says ok. Its text spans lines
