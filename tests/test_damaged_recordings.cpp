@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(finished_without_its_end_is_reported_cut) {
 // Minor: huge stored values overflowed signed sums (UB; seen with UBSan, and as wrapped figures).
 BOOST_AUTO_TEST_CASE(extreme_values_saturate) {
     TempDir dir;
-    const std::string max = "9223372036854775807", min = "(-9223372036854775807 - 1)";
+    const std::string max = "9223372036854775807", min = "-9223372036854775808";
     const json report = report_json(
         damaged(dir, "huge.db",
                 "UPDATE rollup_samples SET pss_kb=" + max + ", private_clean_kb=" + max +
@@ -327,7 +327,24 @@ BOOST_AUTO_TEST_CASE(extreme_values_saturate) {
                 ", shared_dirty_kb=" + value + "; UPDATE cache_residency SET cached=" + value +
                 ", evicted=" + value + "; UPDATE mapped_residency SET present_pages=" + value +
                 "; UPDATE loader_progress SET distinct_bytes=" + value +
-                "; UPDATE meta SET value='" + value + "' WHERE key IN ('end_ms', 'start_unix_ns')");
+                "; UPDATE meta SET value='" + value +
+                "' WHERE key IN ('end_ms', 'start_unix_ns'); UPDATE processes SET "
+                "slot=2147483647, generation=2147483647 WHERE role='worker'");
+        // Bucket counts at the int32 limits, one way then the other: their differences (pages
+        // refaulted) overflowed int.
+        sql::Database db(file, sql::open_read_write);
+        auto blobs = db.prepare("UPDATE cache_residency SET buckets=?1, evicted_buckets=?2 WHERE "
+                                "rowid IN (SELECT rowid FROM cache_residency ORDER BY t_ms LIMIT "
+                                "1 OFFSET ?3)");
+        const std::vector<std::int32_t> high(228, INT32_MAX), low(228, INT32_MIN);
+        for (int row = 0; row < 4; ++row) {
+            const auto& cached = row % 2 ? high : low;
+            const auto& evicted = row % 2 ? low : high;
+            blobs.bind_blob(1, cached.data(), cached.size() * 4)
+                .bind_blob(2, evicted.data(), evicted.size() * 4)
+                .bind(3, std::int64_t{row})
+                .run();
+        }
         for (const auto& reader : readers) {
             BOOST_TEST_CONTEXT(value << " " << reader.front() << " " << reader.back()) {
                 const auto r = run(reader_argv(reader, file), std::chrono::seconds(10));

@@ -50,7 +50,7 @@ std::string start_time(const ReportData& r) {
     std::time_t t = static_cast<std::time_t>(r.start_unix_ns.value_or(0) / 1'000'000'000);
     char text[32] = {};
     std::tm tm{};
-    gmtime_r(&t, &tm);
+    if (!gmtime_r(&t, &tm)) return "?"; // a year beyond int: a damaged start_unix_ns
     std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
     return text;
 }
@@ -103,12 +103,13 @@ void append_end(std::string& out, const ReportData& r) {
 }
 
 void append_header(std::string& out, const ReportData& r) {
-    int workers = 0, helpers = 0, slots = 0, generations = 0;
+    int workers = 0, helpers = 0;
+    std::int64_t slots = 0, generations = 0; // a damaged slot may be INT_MAX: no overflow
     for (const auto& p : r.processes) {
         if (p.info.role == Role::worker) {
             ++workers;
-            slots = std::max(slots, p.info.slot + 1);
-            generations = std::max(generations, p.info.generation + 1);
+            slots = std::max(slots, std::int64_t{p.info.slot} + 1);
+            generations = std::max(generations, std::int64_t{p.info.generation} + 1);
         } else if (p.info.role == Role::helper) {
             ++helpers;
         }
