@@ -141,12 +141,17 @@ Recording::Recording(const std::string& path) : path_(path) {
 Recording::~Recording() = default;
 Recording::Recording(Recording&&) noexcept = default;
 
-std::string Recording::meta(const std::string& key, const std::string& fallback) const {
-    return read_recording(path_, [&] {
+std::optional<std::string> Recording::meta_value(const std::string& key) const {
+    return read_recording(path_, [&]() -> std::optional<std::string> {
         auto q = db_->prepare("SELECT value FROM meta WHERE key=?");
         q.bind(1, key);
-        return q.step() ? q.text(0) : fallback;
+        if (!q.step()) return std::nullopt;
+        return q.text(0);
     });
+}
+
+std::string Recording::meta(const std::string& key, const std::string& fallback) const {
+    return meta_value(key).value_or(fallback);
 }
 
 std::map<std::string, std::string> Recording::all_meta() const {
@@ -160,9 +165,9 @@ std::map<std::string, std::string> Recording::all_meta() const {
 }
 
 std::optional<std::int64_t> Recording::meta_number(const std::string& key) const {
-    const std::string absent = std::string(1, '\0');
-    const std::string value = meta(key, absent);
-    if (value == absent) return std::nullopt;
+    const std::optional<std::string> stored = meta_value(key);
+    if (!stored) return std::nullopt;
+    const std::string& value = *stored;
     std::int64_t number = 0;
     const char* end = value.data() + value.size();
     if (auto [stop, error] = std::from_chars(value.data(), end, number);

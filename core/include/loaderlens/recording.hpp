@@ -107,6 +107,7 @@ class Recording {
     std::int64_t last_sample_ms() const;
 
   private:
+    std::optional<std::string> meta_value(const std::string& key) const; // nullopt: no such key
     bool writer_alive(std::int64_t pid) const;
 
     std::string path_;
