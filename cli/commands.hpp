@@ -32,6 +32,10 @@ std::optional<std::int64_t> parse_duration_us(const std::string& text);
 // in bytes; nothing for text that is not a size, below 1 or above 2^62.
 std::optional<std::int64_t> parse_size(const std::string& text);
 
+// Whether `text` starts with a digit or '.', as every duration, size and share does (std::stod
+// alone would skip leading white space, and take a sign).
+bool starts_like_a_number(const std::string& text);
+
 // Prints "loaderlens: <message>" on stderr (one line).
 void print_error(const std::string& message);
 

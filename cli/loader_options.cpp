@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 
 namespace loaderlens::cli {
 
@@ -21,7 +22,8 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
     add_whole_number_option(g, "--epochs", f.epochs, 1, max_epochs, "Epochs");
     add_whole_number_option<std::uint64_t>(g, "--seed", f.seed, 0, UINT64_MAX,
                                            "Seed of every random choice");
-    g->add_option("--subset", f.subset, "random_split: fraction of the dataset used");
+    add_real_option(g, "--subset", f.subset, 0, 1, true, "in (0, 1]",
+                    "random_split: fraction of the dataset used");
     add_whole_number_option<std::int64_t>(
         g, "--num-samples", f.num_samples, 0, max_num_samples,
         "random, zipf, windows: samples per epoch (0: the pattern's default; main holds an "
@@ -31,7 +33,8 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
                             "distributed: number of ranks, at most one per record");
     add_whole_number_option<std::int64_t>(g, "--shard-size", f.shard_size, 0, max_records,
                                           "shards: records per shard (0: 1024)");
-    g->add_option("--zipf-s", f.zipf_s, "zipf: exponent")->capture_default_str();
+    add_real_option(g, "--zipf-s", f.zipf_s, 0, std::numeric_limits<double>::max(), true, "above 0",
+                    "zipf: exponent");
     add_whole_number_option<std::int64_t>(g, "--window", f.window, 0, max_records,
                                           "windows: records per span");
     g->add_option("--trace", f.trace, "trace: file with one sample index per line");
@@ -92,6 +95,14 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
         {!f.record_size || record_bytes.has_value(), "--record-size",
          f.record_size ? *f.record_size : f.dataset, "a size like 4096 or 64KiB"},
     };
+    if (f.dataset.empty()) {
+        print_error("\"\": the dataset's name is empty");
+        return std::nullopt;
+    }
+    if (f.trace && f.trace->empty()) {
+        print_error("--trace \"\": the file name is empty");
+        return std::nullopt;
+    }
     for (const Check& check : checks) {
         if (check.ok) continue;
         print_error(std::string(check.flag) + " " + check.value + ": expected " + check.expected);

@@ -20,15 +20,15 @@ namespace {
 loaderlens::cli::FdOutputBuffer* const standard_output =
     new loaderlens::cli::FdOutputBuffer(STDOUT_FILENO);
 
-// A full disk or a closed pipe must not pass for a complete output: exit 1. A closed pipe
-// (`export ... | head -1`) is the reader's choice and needs no message.
+// A full disk or a closed pipe (`export ... | head -1`) must not pass for a complete output:
+// one line, exit 1.
 int finish_standard_output(int exit_code) {
     std::cout.flush();
     const int error = standard_output->error();
     if (error == 0) return exit_code;
-    if (error != EPIPE)
-        loaderlens::cli::print_error(std::string("standard output: cannot write: ") +
-                                     std::strerror(error));
+    loaderlens::cli::print_error(std::string("standard output: cannot write: ") +
+                                 std::strerror(error) +
+                                 (error == EPIPE ? " (the reader closed it)" : ""));
     return exit_code == loaderlens::cli::exit_ok ? loaderlens::cli::exit_internal : exit_code;
 }
 

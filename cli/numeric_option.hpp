@@ -8,8 +8,10 @@
 
 #include <charconv>
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 
 namespace loaderlens::cli {
@@ -59,6 +61,39 @@ CLI::Option* add_whole_number_option(CLI::App* app, const std::string& name,
                                      const std::string& description) {
     return add_whole_number_option<T>(
         app, name, [&target](T value) { target = value; }, min, max, description);
+}
+
+// The number `text` spells in decimal (or exponent) notation, if it is finite and within [min,
+// max] (`min_excluded`: above min). No space, sign "+", "inf" or "nan": CLI11 2.1 would skip a
+// leading newline or space and take the rest.
+inline std::optional<double> parse_real(const std::string& text, double min, double max,
+                                        bool min_excluded) {
+    double value = 0;
+    const char* end = text.data() + text.size();
+    auto [stop, error] = std::from_chars(text.data(), end, value);
+    if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) ||
+        value < min || (min_excluded && value == min) || value > max)
+        return std::nullopt;
+    return value;
+}
+
+// Registers a real-valued option: finite, in [min, max] or (min, max]; `range` says which in the
+// error line ("in (0, 1]").
+inline CLI::Option* add_real_option(CLI::App* app, const std::string& name, double& target,
+                                    double min, double max, bool min_excluded,
+                                    const std::string& range, const std::string& description) {
+    const std::string flag = name.substr(name.rfind(',') + 1);
+    auto* option = app->add_option_function<std::string>(
+        name,
+        [flag, range, &target, min, max, min_excluded](const std::string& text) {
+            auto value = parse_real(text, min, max, min_excluded);
+            if (!value) throw CLI::ValidationError(flag + " " + text, "expected a number " + range);
+            target = *value;
+        },
+        description + " (" + range + ")");
+    std::ostringstream shown;
+    shown << target;
+    return option->default_str(shown.str());
 }
 
 } // namespace loaderlens::cli

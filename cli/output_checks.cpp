@@ -34,7 +34,7 @@ std::string kind_of(mode_t mode) {
 
 std::optional<std::string> output_name_problem(const std::string& option, const std::string& path) {
     const std::string named = option.empty() ? path : option + " " + path;
-    if (path.empty()) return (option.empty() ? "the output" : option) + ": the file name is empty";
+    if (path.empty()) return (option.empty() ? "" : option + " ") + "\"\": the file name is empty";
     for (unsigned char c : path)
         if (c < 0x20 || c == 0x7f)
             return named + ": the file name holds a control character (a newline, a tab...): "

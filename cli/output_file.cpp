@@ -65,10 +65,14 @@ int OutputFile::open_output() {
     const bool exists = ::stat(path_.c_str(), &st) == 0; // through a symbolic link: its target
     if (exists && S_ISDIR(st.st_mode)) throw OutputFileError(path_ + ": is a directory", 2);
     if (exists && !S_ISREG(st.st_mode)) { // a FIFO, a terminal, a device: a stream
-        const int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+        // Not blocking in open(): a FIFO nobody reads would make the export wait forever.
+        const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENXIO)
+            throw OutputFileError(path_ + ": a FIFO that nobody reads: nothing written", 1);
         if (fd < 0)
             throw OutputFileError(path_ + ": cannot write: " + std::strerror(errno),
                                   exit_code_for(errno));
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         return fd;
     }
     struct stat link {};

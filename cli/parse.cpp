@@ -7,7 +7,13 @@
 
 namespace loaderlens::cli {
 
+bool starts_like_a_number(const std::string& text) {
+    // std::stod skips leading spaces and newlines: "\n5ms" would pass for 5 ms.
+    return !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.');
+}
+
 std::optional<std::int64_t> parse_duration_us(const std::string& text) {
+    if (!starts_like_a_number(text)) return std::nullopt;
     try {
         std::size_t used = 0;
         double value = std::stod(text, &used);
@@ -36,6 +42,7 @@ std::optional<std::int64_t> parse_size(const std::string& text) {
         {"mib", 0x1p20}, {"g", 0x1p30}, {"gib", 0x1p30}, {"t", 0x1p40},   {"tib", 0x1p40},
         {"kb", 1e3},     {"mb", 1e6},   {"gb", 1e9},     {"tb", 1e12},
     };
+    if (!starts_like_a_number(text)) return std::nullopt;
     try {
         std::size_t used = 0;
         const double number = std::stod(text, &used);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "record_options.hpp"
 
+#include "loaderlens/worker_rule.hpp"
 #include "numeric_option.hpp"
 #include "output_name.hpp"
 
@@ -8,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <sys/stat.h>
 
 namespace loaderlens::cli {
@@ -49,6 +49,7 @@ bool apply_intervals(const std::vector<std::string>& specs, SessionOptions& opti
 }
 
 std::optional<double> parse_budget(const std::string& text) {
+    if (!starts_like_a_number(text)) return std::nullopt;
     try {
         std::size_t used = 0;
         double value = std::stod(text, &used);
@@ -114,10 +115,9 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
     session_options.maps_min_file_kb = o.maps_min_kb;
     if (!residency_options_from(o, session_options.residency)) return false;
     if (o.worker_match) {
-        try {
-            std::regex check(*o.worker_match);
-        } catch (const std::regex_error& e) {
-            print_error("--worker-match " + *o.worker_match + ": not a valid regular expression");
+        // The pattern is not repeated: it may be long (WorkerMatch bounds it).
+        if (auto problem = WorkerMatch::problem(*o.worker_match)) {
+            print_error("--worker-match: " + *problem);
             return false;
         }
     }

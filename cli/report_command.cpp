@@ -14,6 +14,12 @@ namespace loaderlens::cli {
 
 namespace {
 
+// An empty name is no file; said with the name quoted, so that the line names it.
+std::optional<std::string> recording_name_problem(const std::string& file) {
+    if (file.empty()) return "\"\": the recording's file name is empty";
+    return std::nullopt;
+}
+
 // Why standard output must not take the output (it appends to the recording read: `report
 // run.db >> run.db`), or nothing.
 std::optional<std::string> stdout_problem(const InputFiles& inputs) {
@@ -37,6 +43,10 @@ Runner add_report(CLI::App& app) {
     return [o] {
         InputFiles inputs;
         inputs.add_recording(o->file);
+        if (auto problem = recording_name_problem(o->file)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         if (auto problem = stdout_problem(inputs)) {
             print_error(*problem);
             return exit_bad_input;
@@ -71,6 +81,10 @@ Runner add_export(CLI::App& app) {
     return [o] {
         InputFiles inputs;
         inputs.add_recording(o->file);
+        if (auto problem = recording_name_problem(o->file)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         if (!o->output.empty()) {
             std::optional<std::string> problem = output_name_problem("-o", o->output);
             if (!problem)

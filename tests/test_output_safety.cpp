@@ -351,9 +351,10 @@ BOOST_AUTO_TEST_CASE(no_room_for_a_recording_is_exit_1, *LOADERLENS_MAY_SKIP) {
     }
 }
 
-// A closed pipe (`export ... | head -1`) is a failed write, exit 1 with at most one line, not a
-// death by SIGPIPE; a full disk on standard output is exit 1 with one line saying so.
-BOOST_AUTO_TEST_CASE(closed_pipe_and_full_stdout_are_exit_1) {
+// A closed pipe (`export ... | head -1`) is a failed write, exit 1 with one line, not a
+// death by SIGPIPE; a full disk on standard output, or an -o FIFO nobody reads, is exit 1 with one
+// line saying so.
+BOOST_AUTO_TEST_CASE(closed_pipe_full_stdout_and_unread_fifo_are_exit_1) {
     TempDir dir;
     const std::string rec = empty_recording(dir, "run.db");
     for (const char* command : {"export", "report"}) {
@@ -363,7 +364,8 @@ BOOST_AUTO_TEST_CASE(closed_pipe_and_full_stdout_are_exit_1) {
         auto piped = run_with_stdout({cli_path(), command, rec}, pipe_fds[1]);
         ::close(pipe_fds[1]);
         BOOST_TEST(piped.exit_code == 1, command << ": exit " << piped.exit_code);
-        BOOST_TEST(lines_of(piped.err).size() <= 1u, piped.err);
+        BOOST_TEST(one_line(piped.err), piped.err);
+        BOOST_TEST(mentions(piped, "standard output: cannot write: Broken pipe"), piped.err);
 
         const int full = ::open("/dev/full", O_WRONLY);
         BOOST_REQUIRE(full >= 0);
@@ -373,6 +375,12 @@ BOOST_AUTO_TEST_CASE(closed_pipe_and_full_stdout_are_exit_1) {
         BOOST_TEST(one_line(on_full.err), on_full.err);
         BOOST_TEST(mentions(on_full, "standard output: cannot write: No space left"), on_full.err);
     }
+    // A FIFO nobody reads: refused at once rather than waited on forever.
+    BOOST_REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0644) == 0);
+    auto unread = run({cli_path(), "export", "-o", dir.file("fifo"), rec}, std::chrono::seconds(5));
+    BOOST_TEST(unread.exit_code == 1, "exit " << unread.exit_code << ": " << unread.err);
+    BOOST_TEST(one_line(unread.err), unread.err);
+    BOOST_TEST(mentions(unread, dir.file("fifo") + ": a FIFO that nobody reads"), unread.err);
     auto to_device = run({cli_path(), "export", "-o", "/dev/full", rec});
     BOOST_TEST(to_device.exit_code == 1, to_device.err);
     BOOST_TEST(one_line(to_device.err), to_device.err);
