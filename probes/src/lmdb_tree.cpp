@@ -243,7 +243,7 @@ void LmdbTree::check_page(const std::byte* page, std::uint64_t number, bool as_r
         }
         // A named database is a node of the main one: an environment, but not a dataset.
         if (n.flags == f_subdata)
-            throw DatasetError(dataset_ + ": the LMDB environment holds named databases, not "
+            throw DatasetDamage(dataset_, "the LMDB environment holds named databases, not "
                                           "records (the loader reads the main database's "
                                           "key -> value records)");
         // F_DUPDATA would make mdb_get dereference the missing duplicate cursor.

@@ -127,6 +127,9 @@ LmdbMeta checked_lmdb_meta(const DatasetLayout& layout) {
     } catch (const DatasetDamage& e) {
         ::close(fd);
         throw LoaderError(layout.path + ": changed since it was inspected: " + e.reason);
+    } catch (const DatasetError& e) {
+        ::close(fd);
+        throw LoaderError(std::string(e.what()) + " (changed since it was inspected)");
     } catch (...) {
         ::close(fd);
         throw;

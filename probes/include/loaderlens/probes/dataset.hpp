@@ -17,9 +17,9 @@ struct DatasetError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// A dataset that is damaged (truncated, a corrupt page), found when inspecting it or while
-// reading it. The reason is kept apart from the path: a worker sends only the reason to main,
-// in a message of bounded size, and main names the dataset.
+// A dataset that is damaged or not what it claims (truncated, a corrupt page, a record missing),
+// found when inspecting it or while reading it. The reason is kept apart from the path: a worker
+// sends only the reason to main, in a message of bounded size, and main names the dataset.
 struct DatasetDamage : DatasetError {
     DatasetDamage(const std::string& dataset, const std::string& why)
         : DatasetError(dataset + ": " + why), reason(why) {}
