@@ -179,11 +179,13 @@ ReportData build_report_data(const Recording& recording) {
     }
     // Left out of Σ PSS/USS: processes with a rollup problem and not one PSS figure (a kernel
     // that only lacks Pss_Anon still gives PSS, and such a process is counted in the sums).
-    std::set<std::int64_t> unreadable;
+    std::set<std::int64_t> unreadable, maps_unreadable;
     for (const auto& [t, u] : r.unavailable) {
         auto it = index.find(u.process_id);
         if (u.tier == "rollup" && it != index.end() && !r.processes[it->second].pss.value)
             unreadable.insert(u.process_id);
+        if (u.tier == "maps" && maps_unreadable.insert(u.process_id).second)
+            r.files_unavailable.push_back(u);
     }
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
     r.residency = summarize_residency(recording, r.processes, r.loader);

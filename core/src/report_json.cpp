@@ -82,6 +82,9 @@ std::string render_report_json(const ReportData& r) {
     out["processes"] = json::array();
     for (const auto& p : r.processes)
         out["processes"].push_back(process_json(p, r.end));
+    out["files_unavailable"] = json::array();
+    for (const auto& u : r.files_unavailable)
+        out["files_unavailable"].push_back({{"process_id", u.process_id}, {"reason", u.reason}});
     out["files"] = json::array();
     for (const auto& f : r.files) {
         json per = json::array();

@@ -89,7 +89,7 @@ void append_residency(std::string& out, const ReportData& r) {
     if (r.residency.empty()) return;
     auto meta = [&r](const char* key) {
         auto it = r.meta.find(key);
-        return it == r.meta.end() ? std::string("?") : it->second;
+        return it == r.meta.end() ? std::string("unavailable (never read)") : it->second;
     };
     out += fmt::format("Page-cache residency (page cache: cachestat(2) or mincore(2); present "
                        "pages: /proc/PID/pagemap via {})\n",
@@ -97,9 +97,11 @@ void append_residency(std::string& out, const ReportData& r) {
     for (const FileResidencySummary& s : r.residency) {
         const std::int64_t bucket_bytes =
             saturating_mul(s.file.layout.bucket_pages, s.file.page_size);
-        out += fmt::format("  {}  ({}, {} buckets of {}, {}{})\n", s.file.path,
-                           kib(s.file.size_bytes / 1024), s.file.layout.count,
-                           kib(bucket_bytes / 1024), to_string(s.file.method),
+        const std::string shape =
+            s.file.identified() ? fmt::format("{}, {} buckets of {}", kib(s.file.size_bytes / 1024),
+                                              s.file.layout.count, kib(bucket_bytes / 1024))
+                                : std::string("size n/a"); // never opened: no size, no buckets
+        out += fmt::format("  {}  ({}, {}{})\n", s.file.path, shape, to_string(s.file.method),
                            s.file.requested ? ", followed on request" : "");
         append_cache(out, s);
         for (const auto& per : s.processes) {

@@ -222,7 +222,16 @@ void append_processes(std::string& out, const ReportData& r) {
 
 void append_files(std::string& out, const ReportData& r) {
     out += "Mapped files (per process: peak RSS and PSS of the file; tree: peak of the sums)\n";
-    if (r.files.empty()) out += "  none above the --maps-min-size threshold\n";
+    if (!r.files_unavailable.empty()) {
+        // Never "none" for a tree whose mappings could not be seen.
+        const auto n = r.files_unavailable.size();
+        out += fmt::format("  {}: smaps of {} process{} could not be read ({}){}\n",
+                           r.files.empty() ? "unavailable" : "partial", n, n == 1 ? "" : "es",
+                           r.files_unavailable.front().reason,
+                           r.files.empty() ? "" : "; what they mapped is left out");
+    } else if (r.files.empty()) {
+        out += "  none above the --maps-min-size threshold\n";
+    }
     for (const auto& f : r.files) {
         std::string size =
             f.object.size_bytes ? kib(*f.object.size_bytes / 1024) : std::string("size n/a");

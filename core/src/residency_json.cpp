@@ -31,9 +31,9 @@ json checkpoint(const ResidencyCheckpoint& c) {
 json residency_file(const ResidencyFile& f) {
     return {{"id", f.id},
             {"path", f.path},
-            {"device", f.device},
-            {"inode", f.inode},
-            {"size_bytes", f.size_bytes},
+            {"device", f.identified() ? json(f.device) : json(nullptr)},
+            {"inode", f.identified() ? json(f.inode) : json(nullptr)},
+            {"size_bytes", f.identified() ? json(f.size_bytes) : json(nullptr)},
             {"page_size", f.page_size},
             {"pages", f.layout.file_pages},
             {"buckets", f.layout.count},

@@ -104,6 +104,9 @@ struct ReportData {
     std::int64_t duration_ms = 0;
     std::vector<ProcessSummary> processes;
     std::vector<FileSummary> files;
+    // Processes whose smaps could not be read at some sample (another user's, no
+    // CAP_SYS_PTRACE), with the first reason: `files` lacks what they mapped.
+    std::vector<Unavailability> files_unavailable;
     TreeTotals totals;
     std::vector<TierSummary> tiers;
     std::vector<Marker> markers;

@@ -51,6 +51,9 @@ struct ResidencyFile {
     std::string unavailable_reason; // why the page cache cannot be read, when method is unavailable
     bool requested = false;         // given with --file (followed even if no process maps it)
     std::int64_t first_ms = 0;      // recording clock: when the residency tier first saw it
+    // A requested file the recorder could not open is stored with inode 0 (no real file has
+    // it): its size, device and inode are unknown, not 0.
+    bool identified() const { return inode != 0; }
 };
 
 // One residency sample of a file's page cache.
