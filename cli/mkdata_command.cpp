@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace loaderlens::cli {
@@ -116,6 +117,7 @@ struct MkdataCliOptions {
     std::optional<std::int64_t> count;
     std::string size, record_size, value_size;
     std::string shape = "3x32x32";
+    std::int64_t record_bytes = 0; // set by complete_options
 };
 
 CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string& description,
@@ -182,6 +184,7 @@ bool complete_options(MkdataCliOptions& o) {
         }
         d.record_bytes = record_bytes = *bytes;
     }
+    o.record_bytes = record_bytes;
     if (o.count) {
         d.count = *o.count;
     } else if (!o.size.empty()) {
@@ -202,6 +205,24 @@ bool complete_options(MkdataCliOptions& o) {
         return false;
     }
     return true;
+}
+
+// Why the dataset cannot fit where it goes: its records alone need more than the file system
+// has free (the file would only fill the disk before failing). Nothing when it may fit, when the
+// size overflows (make_dataset says so) or when the free space cannot be read.
+std::optional<std::string> space_problem(const MkdataCliOptions& o) {
+    const probes::MkdataOptions& d = o.dataset;
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(o.record_bytes, d.count, &bytes)) return std::nullopt;
+    const std::filesystem::path path(d.path);
+    const std::string directory = path.has_parent_path() ? path.parent_path().string() : ".";
+    struct statvfs fs {};
+    if (::statvfs(directory.c_str(), &fs) != 0) return std::nullopt;
+    const auto free_bytes = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+    if (static_cast<unsigned long long>(bytes) <= free_bytes) return std::nullopt;
+    return d.path + ": the records need " + format_bytes(bytes) +
+           ", the file system holding it has " +
+           format_bytes(static_cast<std::int64_t>(free_bytes)) + " free";
 }
 
 } // namespace
@@ -227,6 +248,10 @@ Runner add_mkdata(CLI::App& app) {
         }
         try {
             if (!complete_options(*o)) return exit_bad_input;
+            if (auto problem = space_problem(*o)) {
+                print_error(*problem);
+                return exit_internal;
+            }
             o->dataset.progress = [&bar](std::int64_t done, std::int64_t total) {
                 if (interrupt_signal != 0) throw Interrupted{};
                 bar.update(done, total);
