@@ -35,14 +35,16 @@ CLI::Option* add_whole_number_option(CLI::App* app, const std::string& name,
     const std::string flag = name.substr(name.rfind(',') + 1);
     const std::string expected =
         "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-    return app->add_option_function<std::string>(
-        name,
-        [flag, expected, assign = std::move(assign), min, max](const std::string& text) {
-            auto value = parse_whole_number<T>(text, min, max);
-            if (!value) throw CLI::ValidationError(flag + " " + text, expected);
-            assign(*value);
-        },
-        description + " (" + std::to_string(min) + " to " + std::to_string(max) + ")");
+    return app
+        ->add_option_function<std::string>(
+            name,
+            [flag, expected, assign = std::move(assign), min, max](const std::string& text) {
+                auto value = parse_whole_number<T>(text, min, max);
+                if (!value) throw CLI::ValidationError(flag + " " + text, expected);
+                assign(*value);
+            },
+            description + " (" + std::to_string(min) + " to " + std::to_string(max) + ")")
+        ->type_name("INT");
 }
 
 // The same for a plain variable; its value before parsing is shown as the default.
@@ -91,6 +93,7 @@ inline CLI::Option* add_real_option(CLI::App* app, const std::string& name, doub
             target = *value;
         },
         description + " (" + range + ")");
+    option->type_name("NUMBER");
     std::ostringstream shown;
     shown << target;
     return option->default_str(shown.str());
