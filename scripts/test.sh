@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Sets everything up on a fresh Debian 12 machine, builds, runs every test (CTest) and checks the
-# formatting of the tracked sources. Exits non-zero if a test failed or a file is not
-# clang-format clean. LOADERLENS_STRICT=1 (what .ci/run sets) makes a missing precondition that CI
-# must meet (root, numpy, fincore, vmtouch, python3-torch) a failure instead of a skip; see
-# docs/testing.md.
+# Sets everything up on a fresh Debian 12 machine, builds, runs every test (CTest), builds again
+# with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs the parser, recording,
+# dataset and fuzz suites there, and checks the formatting of the tracked sources. Exits non-zero if
+# a test failed (in either build), a sanitizer reported anything, or a file is not clang-format
+# clean. LOADERLENS_STRICT=1 (what .ci/run sets) makes a missing precondition that CI must meet
+# (root, numpy, fincore, vmtouch, python3-torch) a failure instead of a skip; see docs/testing.md.
+# LOADERLENS_SKIP_SANITIZE=1 leaves the sanitizer build out (a quicker local run; CI never sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,13 +15,55 @@ cmake --build build
 
 echo "tests: strict mode ${LOADERLENS_STRICT:-0} (LOADERLENS_STRICT=1: what CI must have fails instead of skipping)"
 status=0
+started=$SECONDS
 ctest --test-dir build --output-on-failure --no-tests=error --timeout 300 -j2 || status=$?
+echo "tests: release build, every test: $((SECONDS - started)) s"
 
 # ctest says "Skipped" without the reason: each skipped case printed its own.
-log=build/Testing/Temporary/LastTest.log
-if [ -f "$log" ] && grep -q '^LOADERLENS-SKIP: ' "$log"; then
-  echo "Skipped cases and why:"
-  grep -h '^LOADERLENS-SKIP: ' "$log" | sort -u | sed 's/^LOADERLENS-SKIP: /  /'
+list_skips() {
+  local log=$1/Testing/Temporary/LastTest.log
+  if [ -f "$log" ] && grep -q '^LOADERLENS-SKIP: ' "$log"; then
+    echo "Skipped cases and why${2:-}:"
+    grep -h '^LOADERLENS-SKIP: ' "$log" | sort -u | sed 's/^LOADERLENS-SKIP: /  /'
+  fi
+}
+list_skips build
+
+# The sanitizer build: the suites that read what a user hands us (/proc texts, recordings,
+# datasets, hostile input) once more under ASan and UBSan, whose any report fails the run:
+# UBSan aborts at the first report (-fno-sanitize-recover, halt_on_error), ASan stops at its first
+# (halt_on_error), and a report is never mistaken for a pass (the fuzz suites also fail a command
+# whose stderr holds one). detect_leaks=1: a leak in the recorder grows with a days-long
+# recording, and the short commands are leak-free, so LeakSanitizer's exit-time check fails only
+# on a real leak. GUI and benchmarks stay out of this build.
+if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
+  started=$SECONDS
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_SANITIZE=ON \
+    -DLOADERLENS_BUILD_GUI=OFF -DLOADERLENS_BUILD_BENCH=OFF
+  cmake --build build-asan --target loaderlens loaderlens_tests
+  echo "tests: sanitizer build: $((SECONDS - started)) s"
+  export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  # The suites that exist of: parsers, recording (writer, reader, damaged and cut recordings),
+  # datasets, fuzz (the names are the binary's own, so a renamed suite is noticed here).
+  wanted=(parsers recording recording_integrity reader_checks damaged_recordings stopped_recordings
+          datasets hostile_datasets fuzz_recordings fuzz_datasets fuzz_options)
+  mapfile -t present < <(build-asan/tests/loaderlens_tests --list_content 2>&1 | sed -n 's/^\([a-z0-9_]*\)\*$/\1/p')
+  suites=()
+  for suite in "${wanted[@]}"; do
+    if printf '%s\n' "${present[@]}" | grep -qx "$suite"; then suites+=("$suite"); fi
+  done
+  for required in parsers recording datasets fuzz_recordings fuzz_datasets fuzz_options; do
+    printf '%s\n' "${suites[@]}" | grep -qx "$required" ||
+      { echo "tests: sanitizer run: suite $required not found in the test binary"; status=1; }
+  done
+  echo "tests: sanitizer run of ${suites[*]}"
+  started=$SECONDS
+  regex="^($(IFS='|'; echo "${suites[*]}"))(/.*)?\$"
+  ctest --test-dir build-asan -R "$regex" --output-on-failure --no-tests=error --timeout 600 -j2 ||
+    status=1
+  echo "tests: sanitizer run: $((SECONDS - started)) s"
+  list_skips build-asan " (sanitizer build)"
 fi
 
 # Formatting: every tracked C++ source as .clang-format says.

@@ -3,6 +3,7 @@
 
 #include "support.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -102,6 +103,41 @@ std::string printable_tail(const std::string& value) {
     std::string tail = value.substr(begin);
     if (tail.size() > 30) tail = tail.substr(tail.size() - 30);
     return tail;
+}
+
+// The ways an error line may write a value that holds control characters or other bytes: as
+// is, control characters as \xNN (or \n, \t, \r) or ?, every byte outside ASCII as \xNN too; and
+// the printable end of it (a long path may be shortened in front).
+std::vector<std::string> name_forms(const std::string& value) {
+    std::vector<std::string> forms{value};
+    for (int style = 0; style < 4; ++style) {
+        std::string form;
+        for (unsigned char ch : value) {
+            const bool control = ch < 0x20 || ch == 0x7f;
+            if (style == 3 && control) {
+                form += '?';
+            } else if (style == 1 && (ch == '\n' || ch == '\t' || ch == '\r')) {
+                form += ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\r";
+            } else if (control || (style == 2 && ch >= 0x80)) {
+                char escape[8];
+                std::snprintf(escape, sizeof escape, "\\x%02x", ch);
+                form += escape;
+            } else {
+                form += static_cast<char>(ch);
+            }
+        }
+        forms.push_back(form);
+        std::string upper = form; // \xNN in capitals
+        for (std::size_t i = 0; i + 3 < upper.size(); ++i)
+            if (upper[i] == '\\' && upper[i + 1] == 'x') {
+                upper[i + 2] = static_cast<char>(std::toupper(upper[i + 2]));
+                upper[i + 3] = static_cast<char>(std::toupper(upper[i + 3]));
+            }
+        forms.push_back(upper);
+    }
+    if (const std::string tail = printable_tail(value); tail.size() >= 3) forms.push_back(tail);
+    std::erase_if(forms, [](const std::string& form) { return form.empty(); });
+    return forms;
 }
 
 } // namespace
@@ -247,7 +283,8 @@ FuzzCase HostileOptions::make_case(const Spec& spec, const HostileValue& value, 
     if (!spec.flag.empty()) command.names.push_back(spec.flag);
     if (!starts(c, "load") && !starts(c, "report") && c != "export") command.names.push_back(out);
     if (spec.flag == "-o") command.names.push_back("--output");
-    if (const std::string tail = printable_tail(text); !tail.empty()) command.names.push_back(tail);
+    for (auto& form : name_forms(text))
+        command.names.push_back(std::move(form));
     // An error about the run names the dataset it was run on.
     if (starts(c, "load") || starts(c, "replay"))
         command.names.insert(command.names.end(), {inputs_.npy, inputs_.raw, inputs_.lmdb});
