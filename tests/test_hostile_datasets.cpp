@@ -49,6 +49,14 @@ std::string environment_with(const TempDir& dir, const std::string& name,
 
 constexpr std::size_t page = 4096;
 
+// Each flip loads the dataset in this process; under ASan+UBSan that costs several times more,
+// and every fourth flip keeps a case there well under 10 s.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int flip_stride = 4;
+#else
+constexpr int flip_stride = 1;
+#endif
+
 std::uint16_t u16_at(const std::string& bytes, std::size_t offset) {
     std::uint16_t value;
     std::memcpy(&value, bytes.data() + offset, sizeof value);
@@ -133,10 +141,11 @@ BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_meta_pages) {
     const std::string whole = read_bytes(good + "/data.mdb");
     check_clean(load_in_process(good), good, "undamaged");
     BOOST_TEST(load_in_process(good).kind == Outcome::ran);
-    int refused = 0;
+    int refused = 0, flip = 0;
     for (std::size_t meta : {std::size_t{0}, page})
         for (std::size_t offset = 0; offset < 152; ++offset)
             for (unsigned char mask : {0x01, 0xff}) {
+                if (flip++ % flip_stride != 0) continue;
                 std::string bytes = whole;
                 bytes[meta + offset] = static_cast<char>(bytes[meta + offset] ^ mask);
                 const std::string env = environment_with(dir, "flipped", bytes);
@@ -146,7 +155,7 @@ BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_meta_pages) {
                             "meta at " + std::to_string(meta) + " + " + std::to_string(offset) +
                                 " ^ " + std::to_string(mask));
             }
-    BOOST_TEST(refused > 100); // magic, version, page size, pages in use, root, flags...
+    BOOST_TEST(refused > 100 / flip_stride); // magic, version, page size, pages in use, root...
 }
 
 // The page headers, pointer arrays and node headers of the branch page and of the first, a
@@ -155,7 +164,7 @@ BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_meta_pages) {
 BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_branch_and_leaf_pages) {
     TempDir dir;
     const std::string whole = read_bytes(make_lmdb(dir, "good") + "/data.mdb");
-    int refused = 0, cases = 0;
+    int refused = 0, cases = 0, flip = 0;
     std::vector<std::size_t> pages; // the branch page, then leaves in key order
     for (std::size_t number = 2; number * page < whole.size(); ++number)
         if (u16_at(whole, number * page + 10) == 0x01) pages.push_back(number);
@@ -181,6 +190,7 @@ BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_branch_and_leaf_pages) {
         }
         for (std::size_t offset : offsets)
             for (unsigned char mask : {0x02, 0x80, 0xff}) {
+                if (flip++ % flip_stride != 0) continue;
                 std::string bytes = whole;
                 bytes[start + offset] = static_cast<char>(bytes[start + offset] ^ mask);
                 const std::string env = environment_with(dir, "flipped", bytes);
