@@ -221,8 +221,7 @@ HostileValue random_value(ValueKind kind, FuzzRandom& random, bool long_runs) {
     char text[64];
     // Log-uniform over the bits; for long_runs either small or beyond 2^40.
     auto number = [&]() -> unsigned long long {
-        if (long_runs)
-            return random.percent(50) ? random.below(64) : (random.next() | (1ull << 40));
+        if (long_runs) return random.percent(50) ? random.below(8) : (random.next() | (1ull << 40));
         return random.next() >> random.below(64);
     };
     switch (kind) {
@@ -250,7 +249,7 @@ HostileValue random_value(ValueKind kind, FuzzRandom& random, bool long_runs) {
         static const std::vector<std::string> short_units = {"ns", "us", "ms", "x", "%", "KiB"};
         const unsigned long long value = number();
         const std::string& unit =
-            long_runs && value < 64 ? random.pick(short_units) : random.pick(units);
+            long_runs && value < 8 ? random.pick(short_units) : random.pick(units);
         std::snprintf(text, sizeof text, "%llu%s", value, unit.c_str());
         return {text};
     }

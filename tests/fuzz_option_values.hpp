@@ -44,7 +44,7 @@ std::vector<HostileValue> hostile_values(ValueKind kind, const SpecialPaths& pat
                                          const std::string& good_input);
 // A random value of (or near) a kind, never one that must be refused. With `long_runs` (an option
 // whose large values legitimately take long: epochs, steps, pauses, samples per epoch) a number is
-// small (< 64) or at least 2^40, which no such option can take without overflowing or running for
+// small (< 8) or at least 2^40, which no such option can take without overflowing or running for
 // days, so it must be refused at once or fail fast.
 HostileValue random_value(ValueKind kind, FuzzRandom& random, bool long_runs);
 
