@@ -3,6 +3,7 @@
 
 #include "residency_store.hpp"
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -91,11 +92,35 @@ struct Recorder::Statements {
         marker, unavailable, tier;
 };
 
+namespace {
+
+constexpr std::array<const char*, 3> sqlite_companions{"-wal", "-shm", "-journal"};
+
+bool exists_as_anything(const std::string& name) {
+    struct stat st {};
+    return ::lstat(name.c_str(), &st) == 0;
+}
+
+} // namespace
+
 Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
     if (overwrite) {
+        // Only what a recorder could have written: a device node, FIFO, directory or a link in
+        // the output's place is someone else's (the CLI checks this too, earlier; this closes the
+        // window between its check and here).
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+            const std::string name = path + suffix;
+            struct stat st {};
+            if (::lstat(name.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+                throw RecorderError(name + ": not a regular file (--force replaces only those)");
+        }
         for (const char* suffix : {"", "-wal", "-shm", "-journal"})
             ::unlink((path + suffix).c_str());
     }
+    // A failed start removes what it created, and only that.
+    std::array<bool, sqlite_companions.size()> companion_existed{};
+    for (std::size_t i = 0; i < sqlite_companions.size(); ++i)
+        companion_existed[i] = exists_as_anything(path + sqlite_companions[i]);
     // Create the file ourselves first: open(2) names the real problem (exists, no such directory,
     // permission denied) better than SQLite's "unable to open database file".
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -119,6 +144,8 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         statements_.reset();
         db_.reset();
         ::unlink(path.c_str());
+        for (std::size_t i = 0; i < sqlite_companions.size(); ++i)
+            if (!companion_existed[i]) ::unlink((path + sqlite_companions[i]).c_str());
         throw RecorderError(path + ": cannot write recording: " + e.what());
     }
 }
