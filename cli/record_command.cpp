@@ -337,8 +337,8 @@ Runner add_record(CLI::App& app) {
         sub, "--pid", options->pid, 0, 4 << 20,
         "Attach to a running process and record its tree until it exits or SIGINT");
     sub->add_option("--worker-match", options->worker_match,
-                    "Regex on comm or cmdline that marks workers (default: children of main, "
-                    "or comm pt_data_worker)");
+                    "POSIX extended regex (at most 256 bytes) on comm or the first 4096 bytes of "
+                    "the command line that marks workers (default: see docs/workers.md)");
     sub->add_option("command", options->command, "The command to run (after --)");
     sub->footer("Exit status: the command's (128+N if killed by signal N; 127 not found; 126 not "
                 "executable); 2 for bad input.");
