@@ -132,6 +132,16 @@ BOOST_AUTO_TEST_CASE(bucket_blobs_must_match_the_layout) {
                    "residency_files row 1 holds buckets 228 of 0 pages");
     expect_refused(damaged(dir, "size.db", "UPDATE residency_files SET size_bytes=-1"),
                    "residency_files row 1 holds size_bytes -1");
+    // A path no kernel gives, written into every row of an export.
+    expect_refused(damaged(dir, "path.db",
+                           "UPDATE residency_files SET path=replace(hex(zeroblob(50000)), '00', "
+                           "'x')"),
+                   "residency_files.path of row 1 holds 50000 bytes, longer than any path");
+    expect_refused(damaged(dir, "object.db",
+                           "UPDATE objects SET path=replace(hex(zeroblob(50000)), '00', 'x') WHERE "
+                           "id=(SELECT min(id) FROM objects)"),
+                   "objects.path of row 1 holds 50000 bytes, longer than any path",
+                   Refused::by_the_report);
     expect_refused(damaged(dir, "orphan.db", "UPDATE cache_residency SET file_id=7"),
                    "cache_residency has rows of file 7, which residency_files does not hold");
 }

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sys/mount.h>
 #include <thread>
@@ -182,6 +183,84 @@ BOOST_AUTO_TEST_CASE(a_killed_recording_with_an_empty_wal_says_where_its_data_wa
     BOOST_TEST(r.err == "loaderlens: " + copy + ": the recording's data is in " + copy +
                             "-wal, which is empty: copy copy.db-wal (and copy.db-shm) along with "
                             "copy.db\n");
+}
+
+// A -wal with no usable frame (cut after its header, or mid-frame) copied without its -shm: the
+// reader's connection, the last one on close, checkpointed nothing and deleted the -wal.
+BOOST_AUTO_TEST_CASE(a_reader_leaves_a_damaged_wal_as_it_is) {
+    TempDir dir;
+    const std::string out = killed_recording(dir);
+    int n = 0;
+    for (const std::uintmax_t size : {std::uintmax_t{32}, std::uintmax_t{32 + 24 + 100}}) {
+        BOOST_TEST_CONTEXT("-wal cut to " << size << " bytes") {
+            const std::string copy = dir.file("copy" + std::to_string(n++) + ".db");
+            fs::copy_file(out, copy);
+            fs::copy_file(out + "-wal", copy + "-wal");
+            fs::resize_file(copy + "-wal", size);
+            for (const std::vector<std::string> reader :
+                 {std::vector<std::string>{"report"}, {"report", "--json"}, {"export"}}) {
+                std::vector<std::string> argv{cli_path()};
+                argv.insert(argv.end(), reader.begin(), reader.end());
+                argv.push_back(copy);
+                const auto r = run(argv, 10s);
+                BOOST_TEST(r.exit_code == 2);
+                BOOST_TEST(r.err == "loaderlens: " + copy + ": the recording's data is in " + copy +
+                                        "-wal, which is damaged or truncated: SQLite finds no "
+                                        "complete transaction in it\n");
+                BOOST_TEST(fs::exists(copy + "-wal"));
+                BOOST_TEST(fs::file_size(copy + "-wal") == size);
+                BOOST_TEST(!fs::exists(copy + "-shm"));
+            }
+        }
+    }
+}
+
+// The names and contents of the files in `dir`.
+std::map<std::string, std::string> files_in(const fs::path& dir) {
+    std::map<std::string, std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        std::ifstream in(entry.path(), std::ios::binary);
+        out[entry.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return out;
+}
+
+// A reader writes nothing beside a copy: SQLite created FILE-wal (O_CREAT, even read-only) for a
+// WAL-mode file copied alone, and FILE-shm beside a -wal once the header no longer said WAL.
+BOOST_AUTO_TEST_CASE(a_reader_creates_nothing_beside_a_copy) {
+    TempDir dir;
+    const std::string out = killed_recording(dir);
+    auto copy_into = [&](const std::string& name, bool with_wal) {
+        const fs::path shelf = dir.path() / name;
+        fs::create_directory(shelf);
+        fs::copy_file(out, shelf / "killed.db");
+        if (with_wal) fs::copy_file(out + "-wal", shelf / "killed.db-wal");
+        return shelf;
+    };
+    const fs::path alone = copy_into("alone", false), rollback = copy_into("rollback", true);
+    {
+        std::fstream header((rollback / "killed.db").string(),
+                            std::ios::in | std::ios::out | std::ios::binary);
+        header.seekp(18);
+        header.write("\1\1", 2); // file format versions of rollback mode
+    }
+    for (const fs::path& shelf : {alone, rollback}) {
+        BOOST_TEST_CONTEXT(shelf.filename()) {
+            const auto before = files_in(shelf);
+            for (const std::vector<std::string> reader :
+                 {std::vector<std::string>{"report"}, {"report", "--json"}, {"export"}}) {
+                std::vector<std::string> argv{cli_path()};
+                argv.insert(argv.end(), reader.begin(), reader.end());
+                argv.push_back((shelf / "killed.db").string());
+                const auto r = run(argv, 10s);
+                // Copied alone: its data is lost (exit 2). Header flipped to rollback mode: SQLite
+                // reads a -wal it finds all the same (exit 0).
+                BOOST_TEST(r.exit_code == (shelf == alone ? 2 : 0), r.err);
+                BOOST_TEST(lines_of(r.err).size() == (shelf == alone ? 1u : 0u), r.err);
+                BOOST_TEST((files_in(shelf) == before));
+            }
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

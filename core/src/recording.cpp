@@ -110,7 +110,7 @@ Recording::Recording(const std::string& path) : path_(path) {
                              " (the recording's newest data is in it)");
     if (wal && !has_wal) missing_wal_ = path + "-wal";
     try {
-        db_ = open_reader(path, wal && (!has_wal || !exists(path + "-shm")));
+        db_ = open_reader(path, open_mode(wal, has_wal, exists(path + "-shm")));
         auto version = db_->prepare("PRAGMA user_version");
         version.step();
         const std::int64_t schema = version.int64(0);
@@ -118,6 +118,12 @@ Recording::Recording(const std::string& path) : path_(path) {
             if (!missing_wal_.empty()) throw RecordingError(lost_wal_message(path, "missing"));
             if (wal && file_size(path + "-wal") == 0)
                 throw RecordingError(lost_wal_message(path, "empty"));
+            // No table at all in a WAL-mode file: its schema and data were all in the -wal, and
+            // SQLite found no complete transaction there.
+            if (wal && !db_->has_any_table())
+                throw RecordingError(path + ": the recording's data is in " + path +
+                                     "-wal, which is damaged or truncated: SQLite finds no "
+                                     "complete transaction in it");
             throw RecordingError(path +
                                  ": not a loaderlens recording (SQLite, but no recording meta)");
         }
@@ -265,10 +271,12 @@ std::vector<ObjectInfo> Recording::objects() const {
     return read_recording(path_, [&] {
         std::vector<ObjectInfo> out;
         auto q = db_->prepare("SELECT id, kind, path, inode, size_bytes FROM objects ORDER BY id");
-        while (q.step())
-            out.push_back({q.int64(0),
-                           mapping_kind_from_string(q.text(1)).value_or(MappingKind::other),
-                           q.text(2), static_cast<std::uint64_t>(q.int64(3)), q.optional_int64(4)});
+        while (q.step()) {
+            const std::int64_t id = q.int64(0);
+            out.push_back({id, mapping_kind_from_string(q.text(1)).value_or(MappingKind::other),
+                           checked_path(q.text(2), "objects", id),
+                           static_cast<std::uint64_t>(q.int64(3)), q.optional_int64(4)});
+        }
         return out;
     });
 }

@@ -49,17 +49,40 @@ inline std::string file_uri(const std::string& path) {
     return uri;
 }
 
-// A WAL recording without its -shm (or -wal) beside it has no live writer: a writer keeps both.
-// SQLite would create them, which it cannot where it may not write (another user's recording, a
-// read-only directory or mount), and an empty -wal it made would hide that the real one is lost.
-// Such a file is read without them: no locking (unix-none) and exclusive mode, in which SQLite
-// reads the WAL into an index in memory.
-inline std::unique_ptr<sql::Database> open_reader(const std::string& path, bool without_shm) {
-    if (!without_shm) return std::make_unique<sql::Database>(path, sql::open_read_only);
-    auto db = std::make_unique<sql::Database>(file_uri(path) + "?mode=ro&vfs=unix-none",
-                                              sql::open_read_only | sql::open_uri);
-    db->exec("PRAGMA locking_mode=EXCLUSIVE");
-    return db;
+// How the reader opens a recording, from the files beside it. A live writer keeps FILE-wal and
+// FILE-shm, so without either there is none, and SQLite must not create what is missing: it cannot
+// where the reader may not write (another user's recording, a read-only directory or mount), and
+// an empty -wal it made would hide that the real one is lost.
+enum class OpenMode {
+    shared,          // as SQLite opens it: with a live writer's -wal and -shm, or a rollback file
+    wal_without_shm, // FILE-wal without FILE-shm: read with no locking (unix-none) in exclusive
+                     // mode, in which SQLite reads the WAL into an index in memory
+    wal_missing,     // a WAL-mode header and no FILE-wal: read as it is (immutable), or SQLite
+                     // would create an empty FILE-wal (O_CREAT even read-only)
+};
+
+inline OpenMode open_mode(bool wal_header, bool has_wal, bool has_shm) {
+    if (wal_header && !has_wal) return OpenMode::wal_missing;
+    if (has_wal && !has_shm) return OpenMode::wal_without_shm;
+    return OpenMode::shared;
+}
+
+// Read-only, and (sql::Database) never checkpointing nor deleting FILE-wal on close.
+inline std::unique_ptr<sql::Database> open_reader(const std::string& path, OpenMode mode) {
+    switch (mode) {
+    case OpenMode::shared:
+        break;
+    case OpenMode::wal_without_shm: {
+        auto db = std::make_unique<sql::Database>(file_uri(path) + "?mode=ro&vfs=unix-none",
+                                                  sql::open_read_only | sql::open_uri);
+        db->exec("PRAGMA locking_mode=EXCLUSIVE");
+        return db;
+    }
+    case OpenMode::wal_missing:
+        return std::make_unique<sql::Database>(file_uri(path) + "?mode=ro&immutable=1",
+                                               sql::open_read_only | sql::open_uri);
+    }
+    return std::make_unique<sql::Database>(path, sql::open_read_only);
 }
 
 // `how`: "missing", or "empty" (the -wal beside it is not the recording's: its data is lost).

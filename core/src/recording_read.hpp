@@ -24,4 +24,15 @@ template <typename Read> auto read_recording(const std::string& path, Read&& rea
     }
 }
 
+// A file path stored in a recording: the kernel gives none longer than PATH_MAX (4096 bytes, plus
+// " (deleted)"), so a longer one is damage (it would be written into every row of an export).
+inline std::string checked_path(std::string path, const char* table, std::int64_t id) {
+    constexpr std::size_t longest = 4096 + 32;
+    if (path.size() > longest)
+        throw sql::Error(std::string(table) + ".path of row " + std::to_string(id) + " holds " +
+                             std::to_string(path.size()) + " bytes, longer than any path",
+                         sql::error_mismatch);
+    return path;
+}
+
 } // namespace loaderlens

@@ -115,7 +115,7 @@ std::vector<ResidencyFile> Recording::residency_files() const {
         while (q.step()) {
             ResidencyFile f;
             f.id = q.int64(0);
-            f.path = q.text(1);
+            f.path = checked_path(q.text(1), "residency_files", f.id);
             f.device = static_cast<std::uint64_t>(q.int64(2));
             f.inode = static_cast<std::uint64_t>(q.int64(3));
             f.size_bytes = q.int64(4);

@@ -142,6 +142,17 @@ Database::Database(const std::string& path, int flags) {
         throw Error(message, rc);
     }
     sqlite3_busy_timeout(db_, 2000);
+    // A reader must leave a recording's files as they are. The last connection to a WAL database
+    // checkpoints on close and then deletes FILE-wal; read-only, it cannot copy frames, but a -wal
+    // without a usable frame (truncated, damaged) was deleted all the same.
+    if (flags & open_read_only) {
+        const int rc_config = sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+        if (rc_config != SQLITE_OK) {
+            sqlite3_close(db_);
+            db_ = nullptr;
+            throw Error("cannot keep the -wal of a read-only connection", rc_config);
+        }
+    }
 }
 Database::~Database() {
     sqlite3_close(db_);
@@ -154,6 +165,12 @@ std::int64_t Database::last_insert_rowid() const {
 bool Database::has_table(const std::string& name) {
     auto q = prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     q.bind(1, name);
+    q.step();
+    return q.int64(0) > 0;
+}
+
+bool Database::has_any_table() {
+    auto q = prepare("SELECT count(*) FROM sqlite_master WHERE type='table'");
     q.step();
     return q.int64(0) > 0;
 }

@@ -84,6 +84,7 @@ class Database {
     Statement prepare(const std::string& sql) { return Statement(db_, sql); }
     // Whether the schema has this table (a reader of older recordings asks before it queries).
     bool has_table(const std::string& name);
+    bool has_any_table(); // false for a database with no schema (yet)
     // The table's column names (PRAGMA table_info), in order; empty when there is no such table.
     std::vector<std::string> column_names(const std::string& table);
     std::int64_t last_insert_rowid() const;
