@@ -164,6 +164,14 @@ BOOST_AUTO_TEST_CASE(loader_config_nested_too_deep_is_damage) {
                            "UPDATE meta SET value='{\"x\":\"' || hex(zeroblob(600000)) || '\"}' "
                            "WHERE key='loader.config'"),
                    "meta loader.config holds 1200008 bytes", Refused::by_the_report);
+    // The loader's progress: one figure per worker, read into a vector per row.
+    expect_refused(
+        damaged(dir, "workers.db",
+                "UPDATE loader_progress SET workers='[' || replace(hex(zeroblob(70000)), "
+                "'00', '1,') || '1]'"),
+        "recording is damaged: loader_progress.workers of row 1 holds 140003 "
+        "characters, more than one figure per worker of any loader",
+        Refused::by_the_report);
     // Deep but within the bound, inside a string, or elsewhere in the meta: read as it is.
     const std::string nested = std::string(30, '[') + std::string(30, ']');
     const json report =

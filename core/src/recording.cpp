@@ -138,6 +138,7 @@ Recording::Recording(const std::string& path) : path_(path) {
                 path + ": recording is damaged or truncated (" + problems + ")" +
                 (missing_wal_.empty() ? "" : "; " + missing_wal_ + " is missing beside it"));
         recording_schema::check(*db_, path, schema);
+        recording_schema::check_values(*db_, path);
         finished(); // a state that is none of ours is damage, said now rather than mid-report
     } catch (const sql::Error& e) {
         throw RecordingError(path + ": " + describe_sql_error(e));

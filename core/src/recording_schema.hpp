@@ -71,4 +71,19 @@ inline void check(sql::Database& db, const std::string& path, std::int64_t schem
     }
 }
 
+// Values read elsewhere (loader_run.cpp parses each loader_progress.workers into a vector, and the
+// JSON report writes them all): a JSON array of one figure per worker, up to 4096 workers, is far
+// below this bound; a longer text is damage, refused here before anything parses it.
+inline void check_values(sql::Database& db, const std::string& path) {
+    constexpr std::int64_t longest_workers = 128 * 1024;
+    if (!db.has_table("loader_progress")) return;
+    auto q = db.prepare("SELECT rowid, length(workers) FROM loader_progress WHERE "
+                        "length(workers) > ? LIMIT 1");
+    q.bind(1, longest_workers);
+    if (q.step())
+        throw RecordingError(path + ": recording is damaged: loader_progress.workers of row " +
+                             std::to_string(q.int64(0)) + " holds " + std::to_string(q.int64(1)) +
+                             " characters, more than one figure per worker of any loader");
+}
+
 } // namespace loaderlens::recording_schema
