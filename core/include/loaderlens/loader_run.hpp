@@ -19,7 +19,10 @@ struct LoaderEpoch {
     std::int64_t start_ms = 0, end_ms = 0;
     std::int64_t samples = 0, batches = 0;
     std::int64_t bytes_read = 0; // bytes the loader took from the dataset
-    double seconds() const { return static_cast<double>(end_ms - start_ms) / 1000.0; }
+    // In double: stored extremes (a damaged recording) must not overflow int64.
+    double seconds() const {
+        return (static_cast<double>(end_ms) - static_cast<double>(start_ms)) / 1000.0;
+    }
     double samples_per_second() const;
     double mib_per_second() const;
 };
