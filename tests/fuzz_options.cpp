@@ -212,7 +212,7 @@ std::string HostileOptions::good_input_link(const Spec& spec) const {
 
 std::vector<std::string> HostileOptions::argv_for(const Spec& spec, const std::string& value,
                                                   const std::string& out) const {
-    std::vector<std::string> argv{cli_path()};
+    std::vector<std::string> argv{fuzz_cli()};
     const bool positional = spec.flag.empty();
     auto options = [&](std::vector<std::pair<std::string, std::string>> base) {
         for (const auto& [flag, text] : base) {
@@ -307,19 +307,21 @@ FuzzCase HostileOptions::make_case(const Spec& spec, const HostileValue& value, 
     return fuzz_case;
 }
 
-std::vector<FuzzCase> HostileOptions::sweep(std::uint64_t seed, bool sanitized) const {
+std::vector<FuzzCase> HostileOptions::sweep(std::uint64_t seed) const {
     std::vector<FuzzCase> cases;
+    std::size_t next = 0;
     for (const Spec& spec : specs_) {
         auto values = hostile_values(spec.kind, paths_, "@good");
         if (spec.flag == "--trace" || spec.flag == "--file") // a FIFO is a fair trace (<(...))
             std::erase_if(values, [&](const HostileValue& v) { return v.text == paths_.fifo; });
         if (spec.flag == "--cow-heap") values.push_back({"1048576", false, true}); // 1 TiB
         for (const auto& value : values) {
-            if (value.heavy && sanitized) continue;
-            cases.push_back(make_case(spec, value, seed, cases.size()));
+            if (fuzz_sanitized && value.heavy) continue;
+            FuzzCase fuzz_case = make_case(spec, value, seed, next++);
+            if (!fuzz_sanitized || fuzz_case.index % 2 == 0) cases.push_back(std::move(fuzz_case));
         }
     }
-    for (auto& attack : output_attacks(seed, cases.size()))
+    for (auto& attack : output_attacks(seed, next))
         cases.push_back(std::move(attack));
     return cases;
 }
@@ -340,7 +342,7 @@ std::vector<FuzzCase> HostileOptions::random_cases(std::uint64_t seed, std::size
 std::vector<FuzzCase> HostileOptions::output_attacks(std::uint64_t seed,
                                                      std::size_t first_index) const {
     std::vector<FuzzCase> cases;
-    const std::string cli = cli_path();
+    const std::string cli = fuzz_cli();
     // "@db" and "@npy" stand for inputs of the case's own: an attack that succeeds must not
     // spoil the inputs of the cases after it.
     const std::string db = "@db", npy = "@npy";

@@ -23,8 +23,9 @@ class HostileOptions {
     // go under `dir`/out.
     HostileOptions(OptionInputs inputs, std::string dir);
 
-    // Every option with every value of its catalogue, and the output attacks.
-    std::vector<FuzzCase> sweep(std::uint64_t seed, bool sanitized) const;
+    // Every option with every value of its catalogue, and the output attacks; under ASan
+    // (fuzz_sanitized) every other case of the catalogue, and no value that asks for gigabytes.
+    std::vector<FuzzCase> sweep(std::uint64_t seed) const;
     // `count` cases of random values (never a PID: a random one may be a live process).
     std::vector<FuzzCase> random_cases(std::uint64_t seed, std::size_t first_index,
                                        std::size_t count) const;

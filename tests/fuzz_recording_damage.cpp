@@ -340,7 +340,7 @@ Damage RecordingDamage::times(FuzzRandom& random, const std::string& target) con
 
 std::vector<FuzzCommand> recording_commands(const std::string& recording,
                                             const std::string& json_out) {
-    const std::string cli = cli_path();
+    const std::string cli = fuzz_cli();
     std::vector<FuzzCommand> commands(5);
     commands[0].argv = {cli, "report", recording};
     commands[0].output = FuzzOutput::text;

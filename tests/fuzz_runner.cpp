@@ -3,9 +3,11 @@
 
 #include "fuzz_outcome.hpp"
 #include "fuzz_random.hpp"
+#include "fuzz_spawn.hpp"
 #include "support.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
@@ -38,13 +40,6 @@ struct FuzzRunner::Slot {
 };
 
 namespace {
-
-// Whether the build under test has AddressSanitizer (the test binary is built like the CLI).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
 
 // A file's identity for "no command changed it": what lstat says of it (type, device number,
 // a symlink's target) and, for a regular file, its size, its modification time and the FNV-1a
@@ -105,50 +100,6 @@ struct Snapshot {
     std::vector<std::string> names;
 };
 
-// In the forked child: the conditions every command runs under, then exec.
-[[noreturn]] void exec_command(const FuzzCommand& command, const std::string& workdir,
-                               const std::string& out, const std::string& err,
-                               const std::vector<char*>& argv, const std::vector<char*>& envp) {
-    setpgid(0, 0);
-    // A shell's defaults (the test process may ignore SIGPIPE, which exec would keep)...
-    for (int signal = 1; signal < NSIG; ++signal)
-        std::signal(signal, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    // ...but a file over RLIMIT_FSIZE is a write error (EFBIG), as a full disk would be, not a
-    // death by SIGXFSZ: a huge --size must not fill the test machine's disk.
-    std::signal(SIGXFSZ, SIG_IGN);
-    const rlimit no_core{0, 0}, file_size{256 << 20, 256 << 20};
-    setrlimit(RLIMIT_CORE, &no_core);
-    setrlimit(RLIMIT_FSIZE, &file_size);
-    // Huge sizes must end in a clean error, not take the machine's memory: 3 GiB of address
-    // space (an ASan build reserves terabytes of shadow: there ASAN_OPTIONS bound it instead).
-    if (!sanitized) {
-        const rlimit address_space{3ull << 30, 3ull << 30};
-        setrlimit(RLIMIT_AS, &address_space);
-    }
-    const int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    dup2(null_fd, STDIN_FILENO);
-    dup2(out_fd, STDOUT_FILENO);
-    if (command.stdout_closed) {
-        int ends[2];
-        if (pipe(ends) != 0) _exit(126);
-        close(ends[0]);
-        dup2(ends[1], STDOUT_FILENO);
-        close(ends[1]);
-    }
-    dup2(err_fd, STDERR_FILENO);
-    if (chdir(workdir.c_str()) != 0) _exit(126);
-    if (command.as_nobody && geteuid() == 0) {
-        if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
-    }
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-}
-
 } // namespace
 
 FuzzRunner::FuzzRunner(std::string scratch, int parallel, milliseconds timeout)
@@ -169,19 +120,9 @@ FuzzRunner::FuzzRunner(std::string scratch, int parallel, milliseconds timeout)
 }
 
 void FuzzRunner::start(Slot& slot) {
-    std::vector<char*> argv, envp;
-    for (const auto& arg : slot.command->argv)
-        argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& variable : environment_)
-        envp.push_back(const_cast<char*>(variable.c_str()));
-    envp.push_back(nullptr);
-    const std::string workdir = (fs::path(scratch_) / "work").string();
     slot.started = steady_clock::now();
-    slot.pid = fork();
-    if (slot.pid == 0)
-        exec_command(*slot.command, workdir, slot.out_path, slot.err_path, argv, envp);
-    if (slot.pid > 0) setpgid(slot.pid, slot.pid); // whichever of the two runs first
+    slot.pid = spawn_command(*slot.command, (fs::path(scratch_) / "work").string(), slot.out_path,
+                             slot.err_path, environment_);
 }
 
 void FuzzRunner::finish(Slot& slot, int status, bool timed_out) {
@@ -304,6 +245,11 @@ std::vector<std::string> FuzzRunner::run(const std::vector<FuzzCase>& cases) {
     return messages;
 }
 
+std::string fuzz_cli() {
+    const char* other = std::getenv("LOADERLENS_FUZZ_CLI");
+    return other && *other ? std::string(other) : cli_path();
+}
+
 std::string shell_quote(const std::string& text) {
     bool plain = !text.empty();
     for (unsigned char ch : text)
@@ -329,8 +275,9 @@ std::string shell_line(const std::vector<std::string>& argv) {
     std::string line;
     for (std::size_t i = 0; i < argv.size(); ++i) {
         if (i) line += ' ';
-        line +=
-            (i == 0 && argv[i] == cli_path()) ? std::string("loaderlens") : shell_quote(argv[i]);
+        line += (i == 0 && (argv[i] == cli_path() || argv[i] == fuzz_cli()))
+                    ? std::string("loaderlens")
+                    : shell_quote(argv[i]);
     }
     // An argument of 100 KB (a regex, a path) would bury the report.
     if (line.size() > 600)
