@@ -47,7 +47,7 @@ if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
   # The suites that exist of: parsers, recording (writer, reader, damaged and cut recordings),
   # datasets, fuzz (the names are the binary's own, so a renamed suite is noticed here).
   wanted=(parsers recording recording_integrity reader_checks damaged_recordings stopped_recordings
-          datasets hostile_datasets fuzz_recordings fuzz_datasets fuzz_options)
+          datasets hostile_datasets fuzz_oracle fuzz_recordings fuzz_datasets fuzz_options)
   mapfile -t present < <(build-asan/tests/loaderlens_tests --list_content 2>&1 | sed -n 's/^\([a-z0-9_]*\)\*$/\1/p')
   suites=()
   for suite in "${wanted[@]}"; do

@@ -105,17 +105,22 @@ std::string printable_tail(const std::string& value) {
     return tail;
 }
 
+} // namespace
+
 // The ways an error line may write a value that holds control characters or other bytes: as
-// is, control characters as \xNN (or \n, \t, \r) or ?, every byte outside ASCII as \xNN too; and
-// the printable end of it (a long path may be shortened in front).
+// is, control characters as \xNN (or \n, \t and \r by name, or only \n and \t by name, as the
+// CLI's print_error does) or ?, every byte outside ASCII as \xNN too; and the printable end of it
+// (a long path may be shortened in front).
 std::vector<std::string> name_forms(const std::string& value) {
     std::vector<std::string> forms{value};
-    for (int style = 0; style < 4; ++style) {
+    for (int style = 0; style < 5; ++style) {
         std::string form;
         for (unsigned char ch : value) {
             const bool control = ch < 0x20 || ch == 0x7f;
             if (style == 3 && control) {
                 form += '?';
+            } else if (style == 4 && (ch == '\n' || ch == '\t')) {
+                form += ch == '\n' ? "\\n" : "\\t";
             } else if (style == 1 && (ch == '\n' || ch == '\t' || ch == '\r')) {
                 form += ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\r";
             } else if (control || (style == 2 && ch >= 0x80)) {
@@ -139,8 +144,6 @@ std::vector<std::string> name_forms(const std::string& value) {
     std::erase_if(forms, [](const std::string& form) { return form.empty(); });
     return forms;
 }
-
-} // namespace
 
 HostileOptions::HostileOptions(OptionInputs inputs, std::string dir)
     : inputs_(std::move(inputs)), dir_(std::move(dir)), out_dir_(dir_ + "/out"), specs_(all_specs) {

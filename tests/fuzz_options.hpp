@@ -17,6 +17,10 @@ struct OptionInputs {
     std::string raw_record_size;           // --record-size of `raw`
 };
 
+// The ways an error line may write `value` (as is, escaped in each common style, its printable
+// end): the oracle accepts an error line that holds any of them as naming the value.
+std::vector<std::string> name_forms(const std::string& value);
+
 class HostileOptions {
   public:
     // Outputs of the cases and their special files (FIFO, device nodes when root, symlinks, ...)
