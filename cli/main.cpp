@@ -32,6 +32,17 @@ int finish_standard_output(int exit_code) {
     return exit_code == loaderlens::cli::exit_ok ? loaderlens::cli::exit_internal : exit_code;
 }
 
+// The argument the user wrote that CLI11 left `extra` of: "-qs" for "-s" when -q is an option.
+std::string word_holding(const std::vector<std::string>& words, const std::string& extra) {
+    for (const std::string& word : words)
+        if (word == extra) return word;
+    for (const std::string& word : words)
+        if (word.size() > extra.size() && word.front() == '-' && word[1] != '-' &&
+            word.ends_with(extra.substr(1)))
+            return word;
+    return extra;
+}
+
 int run(int argc, char** argv) {
     using namespace loaderlens::cli;
     CLI::App app{"loaderlens: the memory of data-loader worker processes, over time", "loaderlens"};
@@ -61,6 +72,19 @@ int run(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
+    } catch (const CLI::RequiredError& e) {
+        // CLI11 checks for missing arguments before unknown ones, so `report -x` would only say
+        // "file is required": name what it did not take, which is what the user wrote instead.
+        for (const std::string& extra : app.remaining(true))
+            if (extra.size() > 1 && extra.front() == '-') {
+                const std::string word = word_holding(split.own, extra);
+                print_error("unknown option " + extra + (word == extra ? "" : " in " + word) +
+                            " (" + e.what() + "; a name that starts with '-' is written ./" + word +
+                            ")");
+                return exit_bad_input;
+            }
+        print_error(e.what());
+        return exit_bad_input;
     } catch (const CLI::ParseError& e) {
         print_error(e.what());
         return exit_bad_input;

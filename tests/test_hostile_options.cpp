@@ -210,6 +210,33 @@ BOOST_AUTO_TEST_CASE(output_names_with_control_characters_are_refused) {
     BOOST_TEST((names_in(data.dir.path()) == before), "a file was created");
 }
 
+// A file or dataset name that starts with '-' is taken for an option; CLI11 would then only say
+// that the file is required (found by fuzz_options: `report -qs...`). The line names what was
+// written instead, and how to write such a name.
+BOOST_AUTO_TEST_CASE(a_name_that_looks_like_an_option_is_named) {
+    struct Case {
+        std::vector<std::string> arguments;
+        std::string named; // as the error line writes it
+    };
+    const std::vector<Case> cases{
+        {{"report", "-zz"}, "-zz"},
+        {{"report", "--json", "-\xbb>"}, "-\xbb>"},
+        {{"export", "-x1"}, "-x1"},
+        {{"load", "-qs"}, "-s in -qs"},
+        {{"mkdata", "npy", "-d", "--count", "2"}, "-d"},
+        {{"mkdata", "lmdb",
+          "-\x08"
+          "B",
+          "--count", "2"},
+         "-\\x08B"},
+    };
+    for (const Case& c : cases) {
+        expect_refused(with({cli_path()}, c.arguments), "unknown option " + c.named);
+        expect_refused(with({cli_path()}, c.arguments),
+                       "./" + c.named.substr(c.named.find_last_of(' ') + 1));
+    }
+}
+
 // The ends of the ranges run as given: the largest seed is not clamped or wrapped, the smallest
 // CPU budget and a maps threshold of 0 are recorded as asked.
 BOOST_AUTO_TEST_CASE(values_at_the_ends_of_a_range_run_as_given) {
