@@ -273,7 +273,8 @@ Runner add_mkdata(CLI::App& app) {
             bar.clear();
             print_error(e.what());
             // A full disk is "the output could not be written" (1), not bad input.
-            return says_out_of_space(e.what()) ? exit_internal : exit_bad_input;
+            return dynamic_cast<const probes::DatasetWriteError*>(&e) ? exit_internal
+                                                                      : exit_bad_input;
         } catch (const Interrupted&) {
             bar.clear();
             print_error("interrupted; nothing written to " + o->dataset.path);

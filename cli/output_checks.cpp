@@ -42,14 +42,6 @@ std::optional<std::string> output_name_problem(const std::string& option, const 
     return std::nullopt;
 }
 
-bool says_out_of_space(const std::string& message) {
-    for (int error : {ENOSPC, EDQUOT, EFBIG, EIO})
-        if (message.find(std::strerror(error)) != std::string::npos) return true;
-    // sqlite3_errstr(SQLITE_FULL) and (SQLITE_IOERR)
-    return message.find("database or disk is full") != std::string::npos ||
-           message.find("disk I/O error") != std::string::npos;
-}
-
 const std::vector<std::string>& sqlite_companion_suffixes() {
     static const std::vector<std::string> suffixes{"-wal", "-shm", "-journal"};
     return suffixes;

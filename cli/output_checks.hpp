@@ -15,11 +15,6 @@ namespace loaderlens::cli {
 // file, and the lines of any tool that lists it). Nothing when it can.
 std::optional<std::string> output_name_problem(const std::string& option, const std::string& path);
 
-// Whether an error message says that the output could not be written for lack of space (or an I/O
-// error while writing): exit 1, not bad input. Read from the text because probes' DatasetError
-// and core's RecorderError carry no errno: the strerror() text they end with, or SQLite's own.
-bool says_out_of_space(const std::string& message);
-
 // SQLite's companions of a database file: "-wal", "-shm", "-journal".
 const std::vector<std::string>& sqlite_companion_suffixes();
 

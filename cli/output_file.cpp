@@ -107,7 +107,9 @@ std::optional<std::string> OutputFile::commit() {
     stream_.flush();
     int error = buffer_.error();
     if (error == 0 && !temporary_.empty() && ::fsync(fd_) != 0) error = errno;
-    if (error == 0 && ::close(fd_) != 0) error = errno;
+    // Closed whatever failed before (the descriptor is ours either way); close() may report a
+    // write error of its own (NFS, quota).
+    if (fd_ >= 0 && ::close(fd_) != 0 && error == 0) error = errno;
     fd_ = -1;
     if (error == 0 && !temporary_.empty()) {
         if (::rename(temporary_.c_str(), target_.c_str()) != 0)

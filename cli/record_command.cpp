@@ -17,14 +17,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <iostream>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,7 +221,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     } catch (const RecorderError& e) {
         print_error(e.what());
         // No room for even an empty recording: the output could not be written (1).
-        return {says_out_of_space(e.what()) ? exit_internal : exit_bad_input, 0};
+        return {e.out_of_space ? exit_internal : exit_bad_input, 0};
     }
     std::unique_ptr<Recorder>& recorder = created.recorder;
     const std::string output = created.path;

@@ -333,6 +333,33 @@ BOOST_AUTO_TEST_CASE(replay_on_a_full_disk_fails_with_its_report, *LOADERLENS_MA
         BOOST_TEST(!fs::exists(out + sidecar), sidecar);
 }
 
+// Exit 1 is for a write that failed (no space, an I/O error), told by the error's code: a name that
+// merely holds such a message ("No space left on device", SQLite's "database or disk is full") in
+// a directory that does not exist is bad input (2). Until the codes were passed on, the CLI read
+// the message's text and took the name's words for the disk's.
+BOOST_AUTO_TEST_CASE(a_name_that_reads_like_a_full_disk_is_still_bad_input) {
+    TempDir dir;
+    const std::string data = small_dataset(dir);
+    for (const std::string words :
+         {"No space left on device", "database or disk is full", "disk I/O error"}) {
+        const std::string missing = dir.file(words) + "/";
+        for (const auto& argv : {
+                 std::vector<std::string>{cli_path(), "record", "-q", "-o", missing + "r.db", "--",
+                                          "true"},
+                 std::vector<std::string>{cli_path(), "replay", "-q", "-o", missing + "r.db", data},
+                 std::vector<std::string>{cli_path(), "mkdata", "npy", missing + "d.npy", "--count",
+                                          "2"},
+                 std::vector<std::string>{cli_path(), "mkdata", "lmdb", missing + "d", "--count",
+                                          "2"},
+             }) {
+            auto result = run(argv);
+            BOOST_TEST(result.exit_code == 2, argv[1] << " in '" << words << "': exit "
+                                                      << result.exit_code << ": " << result.err);
+            BOOST_TEST(one_line(result.err), result.err);
+        }
+    }
+}
+
 // No room for even an empty recording: the output could not be written (1), one line, nothing left.
 BOOST_AUTO_TEST_CASE(no_room_for_a_recording_is_exit_1, *LOADERLENS_MAY_SKIP) {
     if (!precondition(geteuid() == 0, "needs root to mount a small tmpfs", InCi::must_have)) return;

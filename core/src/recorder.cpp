@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace loaderlens {
 
@@ -108,14 +110,16 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         // Only what a recorder could have written: a device node, FIFO, directory or a link in
         // the output's place is someone else's (the CLI checks this too, earlier; this closes the
         // window between its check and here).
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-            const std::string name = path + suffix;
+        std::vector<std::string> names{path};
+        for (const char* suffix : sqlite_companions)
+            names.push_back(path + suffix);
+        for (const std::string& name : names) {
             struct stat st {};
             if (::lstat(name.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
                 throw RecorderError(name + ": not a regular file (--force replaces only those)");
         }
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-            ::unlink((path + suffix).c_str());
+        for (const std::string& name : names)
+            ::unlink(name.c_str());
     }
     // A failed start removes what it created, and only that.
     std::array<bool, sqlite_companions.size()> companion_existed{};
@@ -126,7 +130,9 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (errno == EEXIST) throw RecorderError(path + ": file exists (use --force to overwrite)");
-        throw RecorderError(path + ": cannot create: " + std::strerror(errno));
+        const int error = errno;
+        throw RecorderError(path + ": cannot create: " + std::strerror(error),
+                            error == ENOSPC || error == EDQUOT);
     }
     ::close(fd);
     try {
@@ -146,7 +152,9 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         ::unlink(path.c_str());
         for (std::size_t i = 0; i < sqlite_companions.size(); ++i)
             if (!companion_existed[i]) ::unlink((path + sqlite_companions[i]).c_str());
-        throw RecorderError(path + ": cannot write recording: " + e.what());
+        const int primary = e.code & 0xff; // SQLITE_FULL, SQLITE_IOERR (extended codes too)
+        throw RecorderError(path + ": cannot write recording: " + e.what(),
+                            primary == SQLITE_FULL || primary == SQLITE_IOERR);
     }
 }
 

@@ -197,6 +197,10 @@ bool starts_with_npy_magic(const std::string& path) {
 
 } // namespace
 
+bool DatasetWriteError::is_write_failure(int error) {
+    return error == ENOSPC || error == EDQUOT || error == EFBIG || error == EIO;
+}
+
 const char* to_string(DatasetKind kind) {
     switch (kind) {
     case DatasetKind::npy:

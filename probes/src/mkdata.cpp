@@ -35,7 +35,10 @@ constexpr std::int64_t lmdb_txn_bytes = 16 << 20;
     throw DatasetError(path + ": " + what);
 }
 [[noreturn]] void fail_errno(const std::string& path, const std::string& action) {
-    fail(path, action + " (" + std::strerror(errno) + ")");
+    const int error = errno;
+    const std::string what = path + ": " + action + " (" + std::strerror(error) + ")";
+    if (DatasetWriteError::is_write_failure(error)) throw DatasetWriteError(what);
+    throw DatasetError(what);
 }
 
 // ---- content -----------------------------------------------------------------------------------
@@ -338,7 +341,11 @@ void write_lmdb(const std::string& dir, const MkdataOptions& options) {
     auto check = [&](int rc, const char* what) {
         if (rc == MDB_MAP_FULL)
             fail(options.path, "the LMDB map is full: mkdata's size estimate is too small (a bug)");
-        if (rc != 0) fail(options.path, std::string(what) + " (" + mdb_strerror(rc) + ")");
+        if (rc == 0) return;
+        // LMDB's own codes are negative; a failed system call gives its errno.
+        const std::string message = options.path + ": " + what + " (" + mdb_strerror(rc) + ")";
+        if (DatasetWriteError::is_write_failure(rc)) throw DatasetWriteError(message);
+        throw DatasetError(message);
     };
     LmdbWriter lmdb;
     check(mdb_env_create(&lmdb.env), "cannot create an LMDB environment");

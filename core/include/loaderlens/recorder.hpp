@@ -24,7 +24,11 @@ inline constexpr const char* recording_format = "loaderlens-recording";
 class ResidencyWriter;
 
 struct RecorderError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit RecorderError(const std::string& what, bool no_room = false)
+        : std::runtime_error(what), out_of_space(no_room) {}
+    // The file could not be written (disk or quota full, an I/O error), as opposed to a problem
+    // with the name given (exists, no such directory, permission denied).
+    bool out_of_space;
 };
 
 class Recorder {

@@ -17,6 +17,15 @@ struct DatasetError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// mkdata could not write its output: the disk or quota is full, the file too large for the file
+// system or the device failed (ENOSPC, EDQUOT, EFBIG, EIO). Not a problem of the input: the
+// CLI's exit 1, where every other DatasetError is 2.
+struct DatasetWriteError : DatasetError {
+    using DatasetError::DatasetError;
+    // Whether `error` (an errno value) is one of the above.
+    static bool is_write_failure(int error);
+};
+
 // A dataset that is damaged or not what it claims (truncated, a corrupt page, a record missing),
 // found when inspecting it or while reading it. The reason is kept apart from the path: a worker
 // sends only the reason to main, in a message of bounded size, and main names the dataset.
