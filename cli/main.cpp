@@ -4,6 +4,7 @@
 #include "dash_arguments.hpp"
 #include "fd_output_buffer.hpp"
 #include "loaderlens/launcher.hpp"
+#include "loaderlens/one_line.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -117,22 +118,7 @@ int main(int argc, char** argv) {
 
 namespace loaderlens::cli {
 void print_error(const std::string& message) {
-    // One line whatever the message holds: a file name or a library's text with a newline or
-    // another control character gets it escaped.
-    std::string line;
-    for (unsigned char c : message) {
-        if (c == '\n')
-            line += "\\n";
-        else if (c == '\t')
-            line += "\\t";
-        else if (c < 0x20 || c == 0x7f) {
-            static const char hex[] = "0123456789abcdef";
-            line += "\\x";
-            line += hex[c >> 4];
-            line += hex[c & 15];
-        } else
-            line += static_cast<char>(c);
-    }
-    std::cerr << "loaderlens: " << line << "\n";
+    // One line whatever the message holds: a file name or a library's text with a newline.
+    std::cerr << "loaderlens: " << one_line(message) << "\n";
 }
 } // namespace loaderlens::cli

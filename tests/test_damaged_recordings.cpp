@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(missing_tables_and_wrong_types_name_the_file) {
     const std::string file = damaged(dir, "new\nline.db", "DROP TABLE markers");
     const auto r = run({cli_path(), "report", file});
     BOOST_TEST(r.exit_code == 2);
-    BOOST_TEST(r.err == "loaderlens: " + dir.file("new?line.db") +
+    BOOST_TEST(r.err == "loaderlens: " + dir.file("new\\nline.db") +
                             ": recording is damaged: table markers is missing\n");
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/recording.hpp"
 
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/sqlite.hpp"
 #include "recording_open.hpp"
@@ -21,17 +22,6 @@
 namespace loaderlens {
 
 using namespace recording_open;
-
-namespace {
-
-// Control characters (a newline in a file name or in SQLite's text) would break the one line.
-std::string one_line(std::string text) {
-    for (char& c : text)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    return text;
-}
-
-} // namespace
 
 RecordingError::RecordingError(const std::string& what) : std::runtime_error(one_line(what)) {}
 
@@ -56,10 +46,8 @@ namespace {
 
 // A meta value as it may be shown in a one-line message.
 std::string quoted(const std::string& value) {
-    std::string out = "\"";
-    for (const char c : value.substr(0, 60))
-        out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-    return out + (value.size() > 60 ? "...\"" : "\"");
+    return "\"" + one_line(std::string_view(value).substr(0, 60)) +
+           (value.size() > 60 ? "...\"" : "\"");
 }
 
 bool this_host(const std::string& host) {

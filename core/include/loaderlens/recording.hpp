@@ -21,7 +21,7 @@ class Database;
 }
 
 // Why a recording cannot be read: one line (control characters in it, say a newline in a file
-// name or in SQLite's text, become '?') that names the file. The CLI exits 2 on it.
+// name or in SQLite's text, escaped by one_line()) that names the file. The CLI exits 2 on it.
 struct RecordingError : std::runtime_error {
     explicit RecordingError(const std::string& what);
 };

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// Text from outside (a file name, SQLite's message, a stored value) made fit for one line of a
+// message, the same way everywhere: the CLI's error line, RecordingError, the GUI's status bar.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace loaderlens {
+
+// `text` with its control characters escaped: a newline as \n, a tab as \t, any other byte below
+// 0x20 and DEL as \xNN. Other bytes (UTF-8 included) are kept, so a name reads as it is.
+std::string one_line(std::string_view text);
+
+} // namespace loaderlens
