@@ -44,7 +44,6 @@ CreatedRecorder create_at(const std::string& path, bool overwrite,
     CreatedRecorder created;
     created.recorder = std::make_unique<Recorder>(path, overwrite);
     created.path = path;
-    created.requested = request.path;
     try {
         for (const std::string& suffix : request.sidecar_suffixes)
             created.sidecars.emplace_back(std::filesystem::absolute(path + suffix).string());

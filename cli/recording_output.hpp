@@ -24,9 +24,8 @@ struct RecordingRequest {
 
 struct CreatedRecorder {
     std::unique_ptr<Recorder> recorder;
-    std::string path;      // where it records (the requested name, or the next free one)
-    std::string requested; // the expanded name asked for
-    std::string taken;     // when path != requested: the file that made the requested name taken
+    std::string path;  // where it records (the requested name, or the next free one)
+    std::string taken; // when path is not the name asked for: the file that made it taken
     std::vector<SidecarFile> sidecars; // in the order of the request's suffixes, absolute paths
 };
 

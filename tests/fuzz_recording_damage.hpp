@@ -74,9 +74,9 @@ class RecordingDamage {
 };
 
 // What every reading command is, on one recording: the commands a damaged recording goes
-// through (report, report --json, each export format; JSON export to `out_dir`).
+// through (report, report --json, each export format; JSON export to the file `json_out`).
 struct FuzzCommand;
 std::vector<FuzzCommand> recording_commands(const std::string& recording,
-                                            const std::string& out_dir);
+                                            const std::string& json_out);
 
 } // namespace loaderlens::test

@@ -133,7 +133,6 @@ std::string render_report_json(const ReportData& r) {
                     {"epochs", json::array()},
                     {"workers", json::array()}};
         for (const LoaderEpoch& e : r.loader.epochs) {
-            const EpochRates rates(e);
             loader["epochs"].push_back({{"epoch", e.epoch},
                                         {"generation", e.generation},
                                         {"start_ms", e.start_ms},
@@ -141,8 +140,8 @@ std::string render_report_json(const ReportData& r) {
                                         {"samples", e.samples},
                                         {"batches", e.batches},
                                         {"bytes_read", e.bytes_read},
-                                        {"samples_per_s", rates.samples_per_second},
-                                        {"mib_per_s", rates.mib_per_second}});
+                                        {"samples_per_s", e.samples_per_second()},
+                                        {"mib_per_s", e.mib_per_second()}});
         }
         for (const LoaderWorker& w : r.loader.workers)
             loader["workers"].push_back({{"worker", w.worker},

@@ -287,12 +287,11 @@ void append_loader(std::string& out, const ReportData& r) {
     out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
            "READ\n";
     for (const LoaderEpoch& e : run.epochs) {
-        const EpochRates rates(e);
         out += fmt::format("    {:>5}  {:>3}  {:>8}  {:>8}  {:>8}  {:>7}  {:>9.0f}  {:>8.1f}  "
                            "{:>10}\n",
-                           e.epoch, e.generation, seconds(e.start_ms), seconds(rates.duration_ms),
-                           e.samples, e.batches, rates.samples_per_second, rates.mib_per_second,
-                           bytes(e.bytes_read));
+                           e.epoch, e.generation, seconds(e.start_ms),
+                           seconds(saturating_sub(e.end_ms, e.start_ms)), e.samples, e.batches,
+                           e.samples_per_second(), e.mib_per_second(), bytes(e.bytes_read));
     }
     out += "\n";
 }
