@@ -60,7 +60,8 @@ void make_file(const std::string& path, std::size_t bytes) {
     }
 }
 
-Child::Child(const std::vector<std::string>& argv, bool own_process_group) {
+Child::Child(const std::vector<std::string>& argv, bool own_process_group)
+    : own_process_group_(own_process_group) {
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -74,8 +75,11 @@ Child::Child(const std::vector<std::string>& argv, bool own_process_group) {
 }
 
 Child::~Child() {
+    // Its process group too once it is reaped: what it started (a recorder's command, say) would
+    // outlive the test, holding ctest's output pipe open until it ends. The group's ID is not
+    // reused while a member lives.
+    if (pid_ > 0 && own_process_group_) kill(-pid_, SIGKILL);
     if (!reaped_ && pid_ > 0) {
-        kill(-pid_, SIGKILL);
         kill(pid_, SIGKILL);
         waitpid(pid_, nullptr, 0);
     }

@@ -44,6 +44,7 @@ class Child {
   private:
     pid_t pid_ = -1;
     int stdout_fd_ = -1;
+    bool own_process_group_ = true;
     bool reaped_ = false;
     std::string output_;
     std::size_t consumed_ = 0;
