@@ -275,19 +275,20 @@ std::int64_t SampleReader::read_lmdb(const Sample& sample, std::byte* dest) {
     std::int64_t total = 0;
     for (std::int64_t i = 0; i < sample.count; ++i) {
         const std::int64_t index = sample.index + i;
-        const std::string record = "record " + std::to_string(index);
+        // Named only when something is wrong: this loop is on the loader's timed read path.
+        const auto record = [index] { return "record " + std::to_string(index); };
         std::string key = lmdb_key(index);
         // The path to the key is checked first; LMDB then takes the same one.
         const auto found = lmdb_tree_->find(key);
-        if (!found) throw DatasetDamage(layout_.path, record + " is missing");
+        if (!found) throw DatasetDamage(layout_.path, record() + " is missing");
         MDB_val k{key.size(), key.data()}, value{};
         rc = mdb_get(read.txn, dbi_, &k, &value);
-        if (rc != 0) throw DatasetDamage(layout_.path, record + ": " + mdb_strerror(rc));
+        if (rc != 0) throw DatasetDamage(layout_.path, record() + ": " + mdb_strerror(rc));
         if (value.mv_data != lmdb_map_ + found->offset || value.mv_size != found->size)
-            throw DatasetDamage(layout_.path, record + ": LMDB found it elsewhere than the page "
-                                                       "check did");
+            throw DatasetDamage(layout_.path, record() + ": LMDB found it elsewhere than the page "
+                                                         "check did");
         if (value.mv_size != static_cast<std::size_t>(layout_.record_bytes))
-            throw DatasetDamage(layout_.path, record + " has " + std::to_string(value.mv_size) +
+            throw DatasetDamage(layout_.path, record() + " has " + std::to_string(value.mv_size) +
                                                   " bytes, the first " +
                                                   std::to_string(layout_.record_bytes));
         const auto bytes = value.mv_size;
