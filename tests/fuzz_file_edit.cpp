@@ -43,6 +43,13 @@ std::string random_bytes(FuzzRandom& random, std::size_t count) {
     return bytes;
 }
 
+std::string little_endian(std::uint64_t value, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i)
+        out += static_cast<char>((value >> (8 * i)) & 0xff);
+    return out;
+}
+
 Damage truncate_to(const std::string& path, std::uint64_t size, const std::string& shown) {
     const auto before = std::filesystem::file_size(path);
     std::filesystem::resize_file(path, size);

@@ -35,4 +35,7 @@ Damage overwrite(const std::string& path, std::uint64_t offset, const std::strin
 // Random bytes, the same for the same generator state.
 std::string random_bytes(FuzzRandom& random, std::size_t count);
 
+// The low `bytes` bytes of `value`, least significant first (the .npy and LMDB header fields).
+std::string little_endian(std::uint64_t value, int bytes);
+
 } // namespace loaderlens::test

@@ -10,13 +10,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string little_endian(std::uint64_t value, int bytes) {
-    std::string out;
-    for (int i = 0; i < bytes; ++i)
-        out += static_cast<char>((value >> (8 * i)) & 0xff);
-    return out;
-}
-
 // MDB_meta follows the 16-byte page header of pages 0 and 1: magic, version, address, mapsize,
 // two MDB_db of 48 bytes (free, main: pad, flags, depth, branch, leaf, overflow pages, entries,
 // root), last_pg, txnid. Offsets within the page of the fields a reader trusts.

@@ -7,13 +7,6 @@ namespace loaderlens::test {
 
 namespace {
 
-std::string little_endian(std::uint64_t value, int bytes) {
-    std::string out;
-    for (int i = 0; i < bytes; ++i)
-        out += static_cast<char>((value >> (8 * i)) & 0xff);
-    return out;
-}
-
 // A header as numpy writes one: the dict padded with spaces and a newline to a multiple of 64.
 std::string npy_header(const std::string& dict, int major) {
     const std::size_t prefix = 6 + 2 + (major == 1 ? 2 : 4);
