@@ -48,4 +48,21 @@ std::string seed_text(std::uint64_t seed) {
     return text;
 }
 
+std::string backslash_escaped(const std::string& text) {
+    std::string out;
+    for (unsigned char ch : text) {
+        if (ch == '\'' || ch == '\\') {
+            out += '\\';
+            out += static_cast<char>(ch);
+        } else if (ch < 0x20 || ch >= 0x7f) {
+            char escape[8];
+            std::snprintf(escape, sizeof escape, "\\x%02x", ch);
+            out += escape;
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
+
 } // namespace loaderlens::test

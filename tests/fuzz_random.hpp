@@ -52,4 +52,8 @@ std::optional<std::string> fuzz_keep_dir();
 // "0x..." as the seeds are printed.
 std::string seed_text(std::uint64_t seed);
 
+// `text` for inside the quotes of bash's $'...' or of a Python '...' literal (the same rules): a
+// quote or a backslash gets a backslash before it, a byte outside printable ASCII becomes \xNN.
+std::string backslash_escaped(const std::string& text);
+
 } // namespace loaderlens::test

@@ -255,20 +255,7 @@ std::string shell_quote(const std::string& text) {
     for (unsigned char ch : text)
         plain = plain && (std::isalnum(ch) || std::strchr("/._-=+:,%@", ch));
     if (plain) return text;
-    std::string quoted = "$'";
-    for (unsigned char ch : text) {
-        if (ch == '\'' || ch == '\\') {
-            quoted += '\\';
-            quoted += static_cast<char>(ch);
-        } else if (ch < 0x20 || ch >= 0x7f) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\x%02x", ch);
-            quoted += escape;
-        } else {
-            quoted += static_cast<char>(ch);
-        }
-    }
-    return quoted + "'";
+    return "$'" + backslash_escaped(text) + "'";
 }
 
 std::string shell_line(const std::vector<std::string>& argv) {

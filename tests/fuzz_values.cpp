@@ -27,20 +27,9 @@ std::string hex_blob(const std::vector<std::uint32_t>& words) {
     return hex + "'";
 }
 
-// A Python string literal of `text` (long texts as the expression that makes them).
+// A Python string literal of `text`.
 std::string python_literal(const std::string& text) {
-    std::string literal = "'";
-    for (unsigned char ch : text) {
-        if (ch == '\'' || ch == '\\') literal += '\\';
-        if (ch < 0x20 || ch >= 0x7f) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\x%02x", ch);
-            literal += escape;
-        } else {
-            literal += static_cast<char>(ch);
-        }
-    }
-    return literal + "'";
+    return "'" + backslash_escaped(text) + "'";
 }
 
 // Deep nesting and long arrays: what a parser without a depth bound recurses on.
