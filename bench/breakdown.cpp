@@ -3,8 +3,10 @@
 // read, the parsers alone on captured text, and the tree scan that every fast tick starts with.
 // Informational (no targets): these rows explain the ratios of the tier table.
 #include "loaderlens/clock.hpp"
+#include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/proc_text.hpp"
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/rollup_sampler.hpp"
 #include "loaderlens/tree_tracker.hpp"
 #include "paired.hpp"
 

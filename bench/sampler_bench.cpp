@@ -9,7 +9,9 @@
 //
 // Each row is a paired benchmark (paired.hpp): core and raw calls alternate in blocks and the
 // ratio is the median over block pairs, then over 5 repetitions run in random interleaved order.
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/maps_sampler.hpp"
+#include "loaderlens/rollup_sampler.hpp"
 #include "paired.hpp"
 
 #include <benchmark/benchmark.h>

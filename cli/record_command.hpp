@@ -3,6 +3,7 @@
 #pragma once
 
 #include "commands.hpp"
+#include "loaderlens/clock.hpp"
 #include "loaderlens/recorder.hpp"
 
 #include <functional>

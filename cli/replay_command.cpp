@@ -4,6 +4,7 @@
 // script) and tells the recorder its epochs and workers through LOADERLENS_MARKERS and
 // LOADERLENS_LOADER_EVENTS.
 #include "loader_options.hpp"
+#include "loaderlens/loader_events.hpp"
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"

@@ -54,6 +54,13 @@ if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
   list_skips build-asan " (sanitizer build)"
 fi
 
+# Layers: no core layer includes a header of a layer above it (docs/architecture.md).
+if bash scripts/layers.sh; then
+  echo "layers: every include in core/ points down"
+else
+  status=1
+fi
+
 # Formatting: every tracked C++ source as .clang-format says.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t sources < <(git ls-files -- '*.cpp' '*.hpp')

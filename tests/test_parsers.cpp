@@ -2,8 +2,10 @@
 // Parsers against /proc texts captured on a real machine (tests/fixtures/), and edge cases; the
 // pure units next to them (AdaptiveInterval, WorkerSlots).
 #include "loaderlens/adaptive_interval.hpp"
+#include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/proc_text.hpp"
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/rollup_sampler.hpp"
 #include "loaderlens/worker_slots.hpp"
 #include "support.hpp"
 

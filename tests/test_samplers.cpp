@@ -4,7 +4,9 @@
 // maps nothing. Tolerance: 5% of the expected figure. What the tolerance absorbs is each
 // process's own baseline (binary, libc share, stack: measured under 0.3 MiB per worker here).
 #include "loaderlens/cgroup_sampler.hpp"
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/maps_sampler.hpp"
+#include "loaderlens/rollup_sampler.hpp"
 #include "precondition.hpp"
 #include "support.hpp"
 

@@ -253,7 +253,7 @@ void append_files(std::string& out, const ReportData& r) {
 void append_loader(std::string& out, const ReportData& r) {
     const LoaderRun& run = r.loader;
     if (run.empty()) return;
-    const auto config = json_util::loader_config(r.path, run.config_json);
+    const auto config = json_util::loader_config(run.config_json);
     auto get = [&](const char* key) -> std::string {
         if (!config.is_object() || !config.contains(key)) return "?";
         const auto& value = config[key];

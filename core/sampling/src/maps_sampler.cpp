@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include "loaderlens/maps_sampler.hpp"
+
 #include "loaderlens/proc_text.hpp"
-#include "loaderlens/samplers.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,68 +1,64 @@
 // SPDX-License-Identifier: MIT
-// The reference loader's events: read from its JSON-lines file, kept in and read from a recording.
-#include "loaderlens/loader_run.hpp"
-
+// The reference loader's account, kept in a recording.
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
+#include "recording_read.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace loaderlens {
 
 using nlohmann::json;
 
-double LoaderEpoch::samples_per_second() const {
-    return seconds() > 0 ? static_cast<double>(samples) / seconds() : 0.0;
-}
+namespace {
 
-double LoaderEpoch::mib_per_second() const {
-    return seconds() > 0 ? static_cast<double>(bytes_read) / (1 << 20) / seconds() : 0.0;
-}
+// Bounds on JSON read from a recording: nlohmann parses any depth, but dumping it recurses once per
+// level (200 KB of "[[[..." took 8 GB and then the stack) and the config is a flat object anyway.
+constexpr int max_recorded_json_depth = 64;
+constexpr std::size_t max_recorded_json_bytes = 1 << 20;
 
-LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock) {
-    LoaderRun run;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        try {
-            const json event = json::parse(line);
-            const std::string kind = event.at("event").get<std::string>();
-            if (kind == "config") {
-                run.config_json = line;
-            } else if (kind == "worker") {
-                run.workers.push_back(
-                    {event.at("worker").get<int>(), event.at("generation").get<int>(),
-                     event.at("epoch").get<int>(), event.at("pid").get<std::int64_t>(),
-                     clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>())});
-            } else if (kind == "epoch") {
-                run.epochs.push_back(
-                    {event.at("epoch").get<int>(), event.at("generation").get<int>(),
-                     clock.boot_ns_to_ms(event.at("start_boot_ns").get<std::int64_t>()),
-                     clock.boot_ns_to_ms(event.at("end_boot_ns").get<std::int64_t>()),
-                     event.at("samples").get<std::int64_t>(),
-                     event.at("batches").get<std::int64_t>(),
-                     event.at("bytes_read").get<std::int64_t>()});
-            } else if (kind == "progress") {
-                run.progress.push_back(
-                    {clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>()),
-                     event.at("epoch").get<int>(), event.at("generation").get<int>(),
-                     event.at("bytes_read").get<std::int64_t>(),
-                     event.at("distinct_bytes").get<std::int64_t>(),
-                     event.at("workers").get<std::vector<std::int64_t>>()});
-            } else if (kind == "end") {
-                run.status = event.at("status").get<std::string>();
-                run.message = event.value("message", "");
-            } else {
-                ++run.unreadable_lines;
-            }
-        } catch (const json::exception&) {
-            ++run.unreadable_lines;
+// Whether brackets nest deeper than `limit` in `text` (outside strings): checked before parsing.
+bool nests_deeper_than(const std::string& text, int limit) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (const char c : text) {
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) return true;
+        } else if (c == ']' || c == '}') {
+            --depth;
         }
     }
-    return run;
+    return false;
 }
+
+// The reference loader's config (meta loader.config) as JSON: null when the recording has none.
+// Anything but a JSON object within the bounds above is damage: RecordingError naming the file
+// and the key.
+nlohmann::json loader_config(const std::string& path, const std::string& text) {
+    if (text.empty()) return nullptr;
+    auto damaged = [&](const std::string& why) {
+        return RecordingError(path + ": meta loader.config " + why +
+                              " where the loader's JSON object belongs (damaged recording?)");
+    };
+    if (text.size() > max_recorded_json_bytes)
+        throw damaged("holds " + std::to_string(text.size()) + " bytes");
+    if (nests_deeper_than(text, max_recorded_json_depth))
+        throw damaged("nests deeper than " + std::to_string(max_recorded_json_depth) + " levels");
+    auto config = nlohmann::json::parse(text, nullptr, false);
+    if (!config.is_object()) throw damaged("holds something else");
+    return config;
+}
+
+} // namespace
 
 void Recorder::write_loader_run(const LoaderRun& run) {
     if (run.empty() && run.status.empty()) return;
@@ -125,9 +121,14 @@ void Recorder::write_loader_run(const LoaderRun& run) {
 }
 
 LoaderRun Recording::loader_run() const {
+    return read_recording(path_, [&] { return read_loader_run(); });
+}
+
+LoaderRun Recording::read_loader_run() const {
     LoaderRun run;
     if (!db_->has_table("loader_epochs")) return run; // schema 1: before the loader existed
     run.config_json = meta("loader.config");
+    loader_config(path_, run.config_json); // damaged: said when it is read
     run.status = meta("loader.status");
     run.message = meta("loader.message");
     auto epochs = db_->prepare("SELECT epoch, generation, start_ms, end_ms, samples, batches, "

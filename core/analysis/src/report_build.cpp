@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "json_util.hpp"
 #include "loaderlens/report.hpp"
-#include "recording_read.hpp"
 
 #include <algorithm>
 #include <set>
@@ -57,7 +55,6 @@ ReportData build_report_data(const Recording& recording) {
                                            std::max<std::int64_t>(0, r.end.last_sample_ms));
     r.markers = recording.markers();
     r.loader = recording.loader_run();
-    json_util::loader_config(r.path, r.loader.config_json); // damaged: said now, not mid-output
     r.unavailable = recording.unavailable();
 
     std::unordered_map<std::int64_t, std::size_t> index;
@@ -195,9 +192,7 @@ ReportData build_report_data(const Recording& recording) {
 } // namespace
 
 ReportData build_report(const Recording& recording) {
-    // Recording's own methods name the file in their errors; the loader's tables are read
-    // elsewhere (loader_run.cpp), so an SQLite error there is turned into one here.
-    return read_recording(recording.path(), [&] { return build_report_data(recording); });
+    return build_report_data(recording); // Recording's methods throw RecordingError only
 }
 
 } // namespace loaderlens

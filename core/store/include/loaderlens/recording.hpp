@@ -109,6 +109,7 @@ class Recording {
   private:
     std::optional<std::string> meta_value(const std::string& key) const; // nullopt: no such key
     bool writer_alive(std::int64_t pid) const;
+    LoaderRun read_loader_run() const;
 
     std::string path_;
     std::string missing_wal_;

@@ -12,10 +12,12 @@
 #include "loaderlens/adaptive_interval.hpp"
 #include "loaderlens/cgroup_sampler.hpp"
 #include "loaderlens/clock.hpp"
+#include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/marker_tail.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/residency_sampler.hpp"
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/rollup_sampler.hpp"
 #include "loaderlens/tree_tracker.hpp"
 
 #include <atomic>

@@ -125,8 +125,8 @@ std::string render_report_json(const ReportData& r) {
     for (const auto& f : r.residency)
         out["residency"].push_back(json_util::residency_summary(f));
     if (!r.loader.empty()) {
-        // Bounded in depth and size (json_util::loader_config): it is dumped whole below.
-        json config = json_util::loader_config(r.path, r.loader.config_json);
+        // Bounded in depth and size (Recording::loader_run checked it): it is dumped whole below.
+        json config = json_util::loader_config(r.loader.config_json);
         json loader{{"config", config.is_null() ? json::object() : std::move(config)},
                     {"status", r.loader.status},
                     {"message", r.loader.message},

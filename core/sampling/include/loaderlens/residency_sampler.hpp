@@ -11,7 +11,7 @@
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/pagemap.hpp"
 #include "loaderlens/residency.hpp"
-#include "loaderlens/samplers.hpp"
+#include "loaderlens/sampler_problems.hpp"
 
 #include <map>
 #include <set>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include "loaderlens/fast_sampler.hpp"
+
 #include "loaderlens/proc_text.hpp"
-#include "loaderlens/samplers.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -17,13 +18,6 @@ int open_proc(pid_t pid, const char* file) {
     return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 } // namespace
-
-std::string unavailable_reason(const std::string& what, int error) {
-    if (error == EACCES || error == EPERM)
-        return what + ": permission denied (needs the same user or CAP_SYS_PTRACE)";
-    if (error == ENOENT) return what + ": not provided by this kernel";
-    return what + ": " + std::strerror(error);
-}
 
 FastSampler::~FastSampler() {
     for (auto& [key, state] : states_) {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The residency part of the report: per file, how the page cache and each process's mappings
 // filled, and, for a replay, how far residency ran ahead of the loader's reads.
-#include "json_util.hpp"
 #include "loaderlens/report.hpp"
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 namespace loaderlens {
 
@@ -17,8 +17,11 @@ constexpr double checkpoint_fractions[] = {0.10, 0.25, 0.50, 0.75, 0.99};
 // read (up to one per worker, not yet counted) weigh little against what was counted.
 constexpr double headline_fraction = 0.01;
 
-std::string loader_data_file(const std::string& path, const LoaderRun& loader) {
-    const nlohmann::json config = json_util::loader_config(path, loader.config_json);
+std::string loader_data_file(const LoaderRun& loader) {
+    // Recording::loader_run() refused a config that is not a JSON object within bounds.
+    const nlohmann::json config = loader.config_json.empty()
+                                      ? nlohmann::json(nullptr)
+                                      : nlohmann::json::parse(loader.config_json, nullptr, false);
     const auto file = config.is_object() ? config.find("data_file") : config.end();
     return file != config.end() && file->is_string() ? file->get<std::string>() : "";
 }
@@ -157,7 +160,7 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
         it->final_present = m.present_pages;
         it->mapped_pages = std::max(it->mapped_pages, m.mapped_pages);
     }
-    const std::string data_file = loader_data_file(recording.path(), loader);
+    const std::string data_file = loader_data_file(loader);
     for (auto& s : out) {
         std::sort(s.processes.begin(), s.processes.end(),
                   [](const auto& a, const auto& b) { return a.process_id < b.process_id; });

@@ -5,8 +5,6 @@
 // events"); the recorder reads them when the run ends and keeps them in the recording.
 #pragma once
 
-#include "loaderlens/clock.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,9 +56,5 @@ struct LoaderRun {
     int unreadable_lines = 0;
     bool empty() const { return config_json.empty() && epochs.empty() && workers.empty(); }
 };
-
-// Reads the loader's events file. A missing file gives an empty run; a line that is not a loader
-// event is counted in unreadable_lines and skipped.
-LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock);
 
 } // namespace loaderlens

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include "loaderlens/rollup_sampler.hpp"
+
 #include "loaderlens/proc_text.hpp"
-#include "loaderlens/samplers.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
