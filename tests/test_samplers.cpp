@@ -7,6 +7,7 @@
 #include "loaderlens/fast_sampler.hpp"
 #include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/rollup_sampler.hpp"
+#include "loaderlens/system_sampler.hpp"
 #include "precondition.hpp"
 #include "support.hpp"
 

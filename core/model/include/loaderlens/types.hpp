@@ -114,6 +114,9 @@ struct CgroupSample {
 struct SystemSample {
     Kib mem_total, mem_available, cached, shmem, dirty;
     Kib devshm_used, devshm_size;
+    // Schema 4: the page cache's two LRU lists, pages being written back, reclaimable kernel
+    // memory.
+    Kib active_file, inactive_file, writeback, kreclaimable;
 };
 
 struct Marker {

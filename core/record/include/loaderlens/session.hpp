@@ -11,6 +11,7 @@
 
 #include "loaderlens/adaptive_interval.hpp"
 #include "loaderlens/cgroup_sampler.hpp"
+#include "loaderlens/system_sampler.hpp"
 #include "loaderlens/clock.hpp"
 #include "loaderlens/fast_sampler.hpp"
 #include "loaderlens/maps_sampler.hpp"

@@ -28,9 +28,6 @@ std::optional<CgroupLocation> locate_memory_cgroup(pid_t pid, std::string* why =
 // limits on the job or slice, while the processes sit in an unlimited child).
 CgroupSample read_cgroup(const CgroupLocation& location);
 
-// /proc/meminfo and statvfs("/dev/shm").
-SystemSample read_system();
-
 // The space-separated fields of one /proc/PID/mountinfo line, octal escapes (\040) decoded.
 std::vector<std::string> mountinfo_fields(std::string_view line);
 
