@@ -4,6 +4,7 @@
 
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/proc_text.hpp"
+#include "loaderlens/process_list.hpp"
 #include "loaderlens/session.hpp"
 #include "numeric_option.hpp"
 #include "output_checks.hpp"
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -37,6 +39,32 @@ std::string join(const std::vector<std::string>& words) {
     return out;
 }
 
+// Whether we may read any user's processes: CAP_SYS_PTRACE in our effective set (root has it,
+// unless a container took it away).
+bool may_read_any_process() {
+    constexpr unsigned cap_sys_ptrace = 19; // linux/capability.h
+    const auto status = read_text_file("/proc/self/status");
+    const std::size_t line = status ? status->find("\nCapEff:") : std::string::npos;
+    if (line == std::string::npos) return geteuid() == 0;
+    const unsigned long long effective = std::strtoull(status->c_str() + line + 8, nullptr, 16);
+    return (effective >> cap_sys_ptrace) & 1;
+}
+
+// Why we may not read `pid`'s memory (smaps_rollup, pagemap, maps), or nothing. The kernel
+// (ptrace_may_access) wants its real, effective and saved user IDs all to be ours, or
+// CAP_SYS_PTRACE. Read from /proc/PID/status directly: one file, where `ps`'s list would read
+// every process on the machine for the same line.
+std::optional<std::string> owner_problem(pid_t pid) {
+    const auto owner = read_process_owner(pid);
+    if (!owner || may_read_any_process()) return std::nullopt;
+    const uid_t me = geteuid();
+    for (uid_t uid : {owner->effective, owner->real, owner->saved})
+        if (uid != me)
+            return "not your process: owned by " + user_name(uid) + " (uid " + std::to_string(uid) +
+                   "): run as that user or as root (CAP_SYS_PTRACE)";
+    return std::nullopt;
+}
+
 // Why `pid` cannot be attached to, or nothing when it can.
 std::optional<std::string> attach_problem(pid_t pid) {
     if (pid <= 0) return "not a process ID";
@@ -48,7 +76,7 @@ std::optional<std::string> attach_problem(pid_t pid) {
     auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
     if (status && status->find("\nTgid:\t" + std::to_string(pid) + "\n") == std::string::npos)
         return "is a thread, not a process: give its process ID (Tgid in /proc/PID/status)";
-    return std::nullopt;
+    return owner_problem(pid);
 }
 
 // Whether a signal the recorder received must be passed on to the command.

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// `record --pid` of another user's process: refused at once with its owner named when we may not
+// read it (not root, no CAP_SYS_PTRACE), accepted when we may (root).
+#include "precondition.hpp"
+#include "support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace loaderlens::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> as_nobody{"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup",
+                                         "--clear-groups"};
+
+// A child that becomes user nobody (so that root may record it), then waits until killed.
+pid_t fork_nobody() {
+    int ready[2];
+    BOOST_REQUIRE(pipe(ready) == 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+        if (write(ready[1], "x", 1) != 1) _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char byte = 0;
+    BOOST_REQUIRE(read(ready[0], &byte, 1) == 1);
+    close(ready[0]);
+    return pid;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(attach_owner)
+
+// Run as nobody against a root process: one line naming the PID and its owner, exit 2, no file.
+BOOST_AUTO_TEST_CASE(another_users_process_is_refused_with_its_owner, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(geteuid() == 0, "needs root to run the CLI as nobody", InCi::must_have) ||
+        !precondition(fs::exists("/usr/bin/setpriv"), "needs setpriv (util-linux)",
+                      InCi::must_have))
+        return;
+    TempDir dir;
+    fs::permissions(dir.path(), fs::perms::all, fs::perm_options::add); // nobody writes here
+    ForkGuard target(fork_paused());
+    const std::string out = dir.file("other.db");
+    std::vector<std::string> argv = as_nobody;
+    argv.insert(argv.end(),
+                {cli_path(), "record", "-q", "-o", out, "--pid", std::to_string(target.pid())});
+    const auto result = run(argv, std::chrono::seconds(20));
+    BOOST_TEST(result.exit_code == 2, result.err);
+    BOOST_TEST(lines_of(result.err).size() == 1u, result.err);
+    BOOST_TEST(result.err == "loaderlens: --pid " + std::to_string(target.pid()) +
+                                 ": not your process: owned by root (uid 0): run as that user or "
+                                 "as root (CAP_SYS_PTRACE)\n");
+    BOOST_TEST(!fs::exists(out));
+}
+
+// Root may record nobody's process: no such refusal, a finished recording once it exits.
+BOOST_AUTO_TEST_CASE(root_records_another_users_process, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(geteuid() == 0, "needs root to make a process of user nobody",
+                      InCi::must_have))
+        return;
+    TempDir dir;
+    ForkGuard target(fork_nobody());
+    Child recorder({cli_path(), "record", "-q", "-o", dir.file("nobody.db"), "--pid",
+                    std::to_string(target.pid())});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    target.kill_and_reap();
+    const auto status = recorder.wait(std::chrono::seconds(20));
+    BOOST_REQUIRE(status.has_value());
+    BOOST_TEST(WIFEXITED(*status));
+    BOOST_TEST(WEXITSTATUS(*status) == 0);
+    BOOST_TEST(fs::exists(dir.file("nobody.db")));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
