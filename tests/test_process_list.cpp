@@ -14,6 +14,7 @@
 #include <pwd.h>
 #include <sstream>
 #include <sys/prctl.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace loaderlens;
@@ -154,6 +155,9 @@ BOOST_AUTO_TEST_CASE(cpu_over_the_interval_against_stat) {
         }
     }
     ForkGuard spinner(spinner_pid);
+    // Busy for a while before the listing, so that CPU time since the start is not the same
+    // figure as CPU time over the interval.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const double hertz = static_cast<double>(sysconf(_SC_CLK_TCK));
     const auto before = proc_facts(spinner.pid());
     const auto started = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sys/prctl.h>
@@ -32,10 +33,19 @@ const json* entry(const json& out, pid_t pid) {
     return nullptr;
 }
 
-// The line of the table that lists `pid` (its first column), or "".
+// The PID in a table line's first column, or 0 (the header).
+pid_t pid_column(const std::string& line) {
+    const std::size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos) return 0;
+    pid_t pid = 0;
+    std::from_chars(line.data() + start, line.data() + line.size(), pid);
+    return pid;
+}
+
+// The line of the table that lists `pid`, or "".
 std::string line_of(const std::vector<std::string>& lines, pid_t pid) {
     for (const std::string& line : lines)
-        if (line.size() > 7 && std::stoi(line.substr(0, 7)) == pid) return line;
+        if (pid_column(line) == pid) return line;
     return "";
 }
 
@@ -90,7 +100,7 @@ BOOST_AUTO_TEST_CASE(table_lists_workers_under_their_main) {
     BOOST_REQUIRE(lines.end() - main > 2);
     for (int i = 0; i < 2; ++i) {
         const std::string& worker = *(main + 1 + i);
-        BOOST_TEST(std::stoi(worker.substr(0, 7)) == tree.workers()[i], worker);
+        BOOST_TEST(pid_column(worker) == tree.workers()[i], worker);
         BOOST_TEST(worker.find(" worker ") != std::string::npos, worker);
         BOOST_TEST(worker.find(" \\_ ") != std::string::npos, worker);
     }
