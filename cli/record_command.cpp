@@ -50,7 +50,9 @@ bool may_read_any_process() {
     return (effective >> cap_sys_ptrace) & 1;
 }
 
-// Why we may not read `pid`'s memory (smaps_rollup, pagemap, maps), or nothing. The kernel
+// Why we may not read `pid`'s memory (smaps_rollup, pagemap, maps), or nothing: said as a warning,
+// not refused, since statm and status (RSS and its split) of any process are readable and are
+// recorded, the rest as unavailable with the reason (docs/figures.md). The kernel
 // (ptrace_may_access) wants its real, effective and saved user IDs all to be ours, or
 // CAP_SYS_PTRACE. Read from /proc/PID/status directly: one file, where `ps`'s list would read
 // every process on the machine for the same line.
@@ -61,7 +63,8 @@ std::optional<std::string> owner_problem(pid_t pid) {
     for (uid_t uid : {owner->effective, owner->real, owner->saved})
         if (uid != me)
             return "not your process: owned by " + user_name(uid) + " (uid " + std::to_string(uid) +
-                   "): run as that user or as root (CAP_SYS_PTRACE)";
+                   "): PSS, USS, mapped files and residency will be unavailable; run as that user "
+                   "or as root (CAP_SYS_PTRACE) for them";
     return std::nullopt;
 }
 
@@ -76,7 +79,7 @@ std::optional<std::string> attach_problem(pid_t pid) {
     auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
     if (status && status->find("\nTgid:\t" + std::to_string(pid) + "\n") == std::string::npos)
         return "is a thread, not a process: give its process ID (Tgid in /proc/PID/status)";
-    return owner_problem(pid);
+    return std::nullopt;
 }
 
 // Whether a signal the recorder received must be passed on to the command.
@@ -213,6 +216,8 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             print_error("--pid " + std::to_string(*o.pid) + ": " + *problem);
             return {exit_bad_input, 0};
         }
+        if (auto partial = owner_problem(*o.pid))
+            print_error("--pid " + std::to_string(*o.pid) + ": " + *partial);
     }
 
     // Blocked before any file is made: a SIGINT or SIGTERM from now on goes through the sampling
@@ -276,8 +281,11 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
         recorder->set_meta("markers_file", markers_path);
         std::vector<std::pair<std::string, std::string>> environment;
         if (!own_markers) environment.emplace_back("LOADERLENS_MARKERS", markers_path);
-        for (std::size_t i = 0; i < sidecar_variables.size(); ++i)
+        for (std::size_t i = 0; i < sidecar_variables.size(); ++i) {
             environment.emplace_back(sidecar_variables[i], created.sidecars[i].path());
+            if (sidecar_variables[i] == "LOADERLENS_LOADER_EVENTS")
+                session_options.loader_events_path = created.sidecars[i].path();
+        }
         Launched launched =
             launch(o.command, environment, {.die_with_parent = o.command_dies_with_recorder});
         if (launched.exec_errno != 0) {

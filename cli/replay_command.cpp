@@ -4,7 +4,6 @@
 // script) and tells the recorder its epochs and workers through LOADERLENS_MARKERS and
 // LOADERLENS_LOADER_EVENTS.
 #include "loader_options.hpp"
-#include "loaderlens/loader_events.hpp"
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
@@ -65,14 +64,14 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
     if (flags.trace) record.inputs.push_back(*flags.trace);
 
     RecordHooks hooks;
-    hooks.before_finish = [cached_before](Recorder& recorder, const RecordingClock& clock,
-                                          const std::string& output) {
+    // The loader's events reached the recording while it ran (the session tails the file);
+    // what remains is matching workers the tree tracker saw late, and the loader's status.
+    hooks.before_finish = [cached_before](Recorder& recorder, const RecordingClock&,
+                                          const std::string&) {
         if (*cached_before)
             recorder.set_meta("loader.data_file_cached_pages_before",
                               std::to_string(**cached_before));
-        const std::string events =
-            std::filesystem::absolute(output + loader_events_suffix).string();
-        recorder.write_loader_run(read_loader_events(events, clock));
+        recorder.end_loader_run();
     };
     struct Closed {
         std::string output;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/report.hpp"
+#include "loaderlens/series.hpp"
 
 #include <algorithm>
 #include <set>
@@ -9,19 +10,10 @@ namespace loaderlens {
 
 namespace {
 
-// Sums a figure over all processes sampled at the same instant (one tier run shares one t_ms).
-template <typename Row, typename Get>
-void offer_sums(const std::vector<Row>& rows, Get get, Peak& peak) {
-    std::size_t i = 0;
-    while (i < rows.size()) {
-        const std::int64_t t = rows[i].t_ms;
-        Kib sum;
-        for (; i < rows.size() && rows[i].t_ms == t; ++i) {
-            Kib value = get(rows[i]);
-            if (value) sum = saturating_add(sum.value_or(0), *value);
-        }
-        peak.offer(sum, t);
-    }
+// The peak of a figure summed over the whole tree at each tick of its tier.
+Peak tree_peak(const RecordingData& data, Figure figure) {
+    const Series sums = series(data, {.figure = figure, .selector = Selector::tree()});
+    return Peak{sums.peak, sums.peak_ms};
 }
 
 std::int64_t longest_tier_interval(const std::vector<Timed<TierStat>>& stats,
@@ -44,8 +36,9 @@ namespace {
 
 ReportData build_report_data(const Recording& recording) {
     ReportData r;
+    const RecordingData data = recording.read_all();
     r.path = recording.path();
-    r.meta = recording.all_meta();
+    r.meta = data.meta;
     r.end = recording.end();
     r.finished = r.end.state == RecordingEnd::State::finished;
     r.missing_wal = recording.missing_wal();
@@ -53,18 +46,17 @@ ReportData build_report_data(const Recording& recording) {
     // The real end: no earlier than the last sample, whatever end_ms says.
     r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
                                            std::max<std::int64_t>(0, r.end.last_sample_ms));
-    r.markers = recording.markers();
-    r.loader = recording.loader_run();
-    r.unavailable = recording.unavailable();
+    r.markers = data.markers;
+    r.loader = data.loader;
+    r.unavailable = data.unavailable;
 
     std::unordered_map<std::int64_t, std::size_t> index;
-    for (auto& p : recording.processes()) {
+    for (const ProcessInfo& p : data.processes) {
         index[p.id] = r.processes.size();
-        r.processes.push_back(ProcessSummary{.info = std::move(p)});
+        r.processes.push_back(ProcessSummary{.info = p});
     }
 
-    const auto fast = recording.fast();
-    for (const auto& [t, s] : fast) {
+    for (const auto& [t, s] : data.fast) {
         auto it = index.find(s.process_id);
         if (it == index.end()) continue;
         ProcessSummary& p = r.processes[it->second];
@@ -76,24 +68,9 @@ ReportData build_report_data(const Recording& recording) {
         p.final_swap = s.swap;
         p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
-    struct FastRow {
-        std::int64_t t_ms;
-        Kib rss;
-    };
-    std::vector<FastRow> fast_rows;
-    for (const auto& [t, s] : fast)
-        fast_rows.push_back({t, s.rss});
-    offer_sums(
-        fast_rows, [](const FastRow& row) { return row.rss; }, r.totals.rss);
+    r.totals.rss = tree_peak(data, Figure::rss);
 
-    const auto rollup = recording.rollup();
-    struct RollupRow {
-        std::int64_t t_ms;
-        Kib pss, uss;
-    };
-    std::vector<RollupRow> rollup_rows;
-    for (const auto& [t, s] : rollup) {
-        rollup_rows.push_back({t, s.pss, s.uss()});
+    for (const auto& [t, s] : data.rollup) {
         auto it = index.find(s.process_id);
         if (it == index.end()) continue;
         ProcessSummary& p = r.processes[it->second];
@@ -103,12 +80,10 @@ ReportData build_report_data(const Recording& recording) {
         p.final_uss = s.uss();
         p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
-    offer_sums(
-        rollup_rows, [](const RollupRow& row) { return row.pss; }, r.totals.pss);
-    offer_sums(
-        rollup_rows, [](const RollupRow& row) { return row.uss; }, r.totals.uss);
+    r.totals.pss = tree_peak(data, Figure::pss);
+    r.totals.uss = tree_peak(data, Figure::uss);
 
-    for (const auto& [t, c] : recording.cgroup()) {
+    for (const auto& [t, c] : data.cgroup) {
         r.totals.cgroup_usage.offer(c.usage, t);
         r.totals.cgroup_limit = c.limit;
         r.totals.cgroup_unlimited = c.unlimited;
@@ -120,12 +95,12 @@ ReportData build_report_data(const Recording& recording) {
 
     // Per mapped file: peaks per process, and the tree-wide sums at each maps sample.
     std::unordered_map<std::int64_t, std::size_t> file_index;
-    for (auto& object : recording.objects()) {
+    for (const ObjectInfo& object : data.objects) {
         if (object.kind != MappingKind::file && object.kind != MappingKind::deleted_file) continue;
         file_index[object.id] = r.files.size();
-        r.files.push_back(FileSummary{.object = std::move(object)});
+        r.files.push_back(FileSummary{.object = object});
     }
-    const auto maps = recording.maps();
+    const auto& maps = data.maps;
     std::size_t i = 0;
     while (i < maps.size()) {
         const std::int64_t t = maps[i].t_ms;
@@ -160,7 +135,7 @@ ReportData build_report_data(const Recording& recording) {
         return a.total_rss.value.value_or(0) > b.total_rss.value.value_or(0);
     });
 
-    const auto stats = recording.tier_stats();
+    const auto& stats = data.tier_stats;
     for (const char* tier : {"fast", "rollup", "maps", "cgroup", "residency"}) {
         TierSummary summary{tier};
         auto nominal = recording.meta_number(std::string("interval_") + tier + "_ms");
@@ -185,7 +160,7 @@ ReportData build_report_data(const Recording& recording) {
             r.files_unavailable.push_back(u);
     }
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
-    r.residency = summarize_residency(recording, r.processes, r.loader);
+    r.residency = summarize_residency(recording, data, r.processes);
     return r;
 }
 

@@ -128,19 +128,20 @@ void add_loader_view(FileResidencySummary& s, const std::vector<Timed<CacheResid
 
 } // namespace
 
-std::vector<FileResidencySummary> summarize_residency(const Recording& recording,
-                                                      const std::vector<ProcessSummary>& processes,
-                                                      const LoaderRun& loader) {
+std::vector<FileResidencySummary>
+summarize_residency(const Recording& recording, const RecordingData& data,
+                    const std::vector<ProcessSummary>& processes) {
+    const LoaderRun& loader = data.loader;
     std::vector<FileResidencySummary> out;
-    for (ResidencyFile& file : recording.residency_files())
-        out.push_back({.file = std::move(file)});
+    for (const ResidencyFile& file : data.residency_files)
+        out.push_back({.file = file});
     if (out.empty()) return out;
     auto find = [&out](std::int64_t id) -> FileResidencySummary* {
         for (auto& s : out)
             if (s.file.id == id) return &s;
         return nullptr;
     };
-    const auto cache = recording.cache_residency();
+    const auto& cache = data.cache_residency;
     std::map<std::int64_t, const CacheResidency*> previous;
     for (const auto& [t, c] : cache) {
         FileResidencySummary* s = find(c.file_id);
@@ -148,7 +149,7 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
         summarize_cache(*s, t, c, previous[c.file_id]);
         previous[c.file_id] = &c;
     }
-    const auto mapped = recording.mapped_residency();
+    const auto& mapped = data.mapped_residency;
     for (const auto& [t, m] : mapped) {
         FileResidencySummary* s = find(m.file_id);
         if (!s) continue;

@@ -2,6 +2,7 @@
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"
+#include "loaderlens/series.hpp"
 #include "residency_json.hpp"
 
 #include <fmt/format.h>
@@ -27,10 +28,10 @@ std::string csv_quote(const std::string& text) {
 
 using ProcessIndex = std::unordered_map<std::int64_t, ProcessInfo>;
 
-ProcessIndex index_processes(const Recording& recording) {
+ProcessIndex index_processes(const RecordingData& data) {
     ProcessIndex out;
-    for (auto& p : recording.processes())
-        out.emplace(p.id, std::move(p));
+    for (const ProcessInfo& p : data.processes)
+        out.emplace(p.id, p);
     return out;
 }
 
@@ -46,10 +47,10 @@ std::string csv_identity(const ProcessIndex& processes, std::int64_t process_id)
 
 class CsvWriter {
   public:
-    CsvWriter(const Recording& recording, std::ostream& out) : out_(out) {
-        processes_ = index_processes(recording);
-        for (auto& o : recording.objects())
-            objects_.emplace(o.id, std::move(o));
+    CsvWriter(const RecordingData& data, std::ostream& out) : out_(out) {
+        processes_ = index_processes(data);
+        for (const ObjectInfo& o : data.objects)
+            objects_.emplace(o.id, o);
         out_ << "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n";
     }
     void row(std::int64_t t_ms, const char* source, std::int64_t process_id,
@@ -70,38 +71,21 @@ class CsvWriter {
     std::unordered_map<std::int64_t, ObjectInfo> objects_;
 };
 
-// Everything an export writes, read before the first byte goes out: a damaged part of the
-// recording (a RecordingError) then leaves no partial CSV behind.
-struct Series {
-    explicit Series(const Recording& r)
-        : fast(r.fast()), rollup(r.rollup()), maps(r.maps()), cgroup(r.cgroup()),
-          system(r.system()), cache(r.cache_residency()), mapped(r.mapped_residency()) {
-        for (auto& f : r.residency_files())
-            files.emplace(f.id, std::move(f));
-    }
-    std::vector<Timed<FastSample>> fast;
-    std::vector<Timed<RollupSample>> rollup;
-    std::vector<MapRow> maps;
-    std::vector<Timed<CgroupSample>> cgroup;
-    std::vector<Timed<SystemSample>> system;
-    std::vector<Timed<CacheResidency>> cache;
-    std::vector<Timed<MappedResidency>> mapped;
-    std::unordered_map<std::int64_t, ResidencyFile> files;
-};
-
 } // namespace
 
 void export_csv(const Recording& recording, std::ostream& out) {
-    const Series series(recording);
-    CsvWriter csv(recording, out);
-    for (const auto& [t, s] : series.fast) {
+    // Read whole before the first byte goes out: a damaged part of the recording (a
+    // RecordingError) then leaves no partial CSV behind.
+    const RecordingData data = recording.read_all();
+    CsvWriter csv(data, out);
+    for (const auto& [t, s] : data.fast) {
         csv.row(t, "statm", s.process_id, "", "rss", s.rss);
         csv.row(t, "status", s.process_id, "", "rss_anon", s.rss_anon);
         csv.row(t, "status", s.process_id, "", "rss_file", s.rss_file);
         csv.row(t, "status", s.process_id, "", "rss_shmem", s.rss_shmem);
         csv.row(t, "status", s.process_id, "", "swap", s.swap);
     }
-    for (const auto& [t, s] : series.rollup) {
+    for (const auto& [t, s] : data.rollup) {
         const std::pair<const char*, Kib> figures[] = {{"pss", s.pss},
                                                        {"pss_anon", s.pss_anon},
                                                        {"pss_file", s.pss_file},
@@ -116,7 +100,7 @@ void export_csv(const Recording& recording, std::ostream& out) {
         for (const auto& [name, v] : figures)
             csv.row(t, "smaps_rollup", s.process_id, "", name, v);
     }
-    for (const auto& m : series.maps) {
+    for (const auto& m : data.maps) {
         const std::string object = csv.object_name(m.object_id);
         csv.row(m.t_ms, "smaps", m.process_id, object, "rss", m.figures.rss_kb);
         csv.row(m.t_ms, "smaps", m.process_id, object, "pss", m.figures.pss_kb);
@@ -125,7 +109,7 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(m.t_ms, "smaps", m.process_id, object, "shared",
                 saturating_add(m.figures.shared_clean_kb, m.figures.shared_dirty_kb));
     }
-    for (const auto& [t, c] : series.cgroup) {
+    for (const auto& [t, c] : data.cgroup) {
         csv.row(t, "cgroup", 0, c.path, "usage", c.usage);
         csv.row(t, "cgroup", 0, c.path, "limit", c.limit);
         csv.row(t, "cgroup", 0, c.path, "anon", c.anon);
@@ -133,17 +117,20 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, "cgroup", 0, c.path, "shmem", c.shmem);
         csv.row(t, "cgroup", 0, c.path, "inactive_file", c.inactive_file);
     }
-    const auto& files = series.files;
+    std::unordered_map<std::int64_t, const ResidencyFile*> files;
+    for (const ResidencyFile& f : data.residency_files)
+        files.emplace(f.id, &f);
     auto file_of = [&files](std::int64_t id) -> const ResidencyFile* {
         auto it = files.find(id);
-        return it == files.end() ? nullptr : &it->second;
+        return it == files.end() ? nullptr : it->second;
     };
     auto pages_kib = [&files](std::int64_t file_id, const std::optional<std::int64_t>& pages) {
         auto it = files.find(file_id);
-        return pages && it != files.end() ? Kib(saturating_mul(*pages, it->second.page_size) / 1024)
-                                          : Kib{};
+        return pages && it != files.end()
+                   ? Kib(saturating_mul(*pages, it->second->page_size) / 1024)
+                   : Kib{};
     };
-    for (const auto& [t, c] : series.cache) {
+    for (const auto& [t, c] : data.cache_residency) {
         const ResidencyFile* f = file_of(c.file_id);
         const std::string path = f ? f->path : "?";
         const char* source = f ? to_string(f->method) : "?";
@@ -152,12 +139,12 @@ void export_csv(const Recording& recording, std::ostream& out) {
         csv.row(t, source, 0, path, "writeback", pages_kib(c.file_id, c.totals.writeback));
         csv.row(t, source, 0, path, "evicted", pages_kib(c.file_id, c.totals.evicted));
     }
-    for (const auto& [t, m] : series.mapped) {
+    for (const auto& [t, m] : data.mapped_residency) {
         const ResidencyFile* f = file_of(m.file_id);
         const std::string path = f ? f->path : "?";
         csv.row(t, "pagemap", m.process_id, path, "present", pages_kib(m.file_id, m.present_pages));
     }
-    for (const auto& [t, s] : series.system) {
+    for (const auto& [t, s] : data.system) {
         csv.row(t, "meminfo", 0, "", "mem_available", s.mem_available);
         csv.row(t, "meminfo", 0, "", "cached", s.cached);
         csv.row(t, "statvfs", 0, "/dev/shm", "devshm_used", s.devshm_used);
@@ -165,23 +152,24 @@ void export_csv(const Recording& recording, std::ostream& out) {
 }
 
 void export_residency_csv(const Recording& recording, std::ostream& out) {
-    std::unordered_map<std::int64_t, ResidencyFile> files;
-    for (auto& f : recording.residency_files())
-        files.emplace(f.id, std::move(f));
-    const ProcessIndex processes = index_processes(recording);
-    // Read before the first byte goes out (see Series).
-    const auto cache = recording.cache_residency();
-    const auto mapped = recording.mapped_residency();
+    // Read whole before the first byte goes out (see export_csv).
+    const RecordingData data = recording.read_all();
+    std::unordered_map<std::int64_t, const ResidencyFile*> files;
+    for (const ResidencyFile& f : data.residency_files)
+        files.emplace(f.id, &f);
+    const ProcessIndex processes = index_processes(data);
+    const auto& cache = data.cache_residency;
+    const auto& mapped = data.mapped_residency;
     out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages\n";
     auto rows = [&](std::int64_t t, std::int64_t file_id, const char* series,
                     std::int64_t process_id, const BucketCounts& buckets) {
         auto f = files.find(file_id);
         if (f == files.end()) return;
-        const BucketLayout& layout = f->second.layout;
+        const BucketLayout& layout = f->second->layout;
         const std::string prefix =
             fmt::format("{:.3f},{},{},{}", static_cast<double>(t) / 1000.0,
-                        csv_quote(f->second.path), series, csv_identity(processes, process_id));
-        const std::int64_t page = f->second.page_size;
+                        csv_quote(f->second->path), series, csv_identity(processes, process_id));
+        const std::int64_t page = f->second->page_size;
         for (int b = 0; b < static_cast<int>(buckets.size()) && b < layout.count; ++b)
             out << fmt::format(
                 "{},{},{},{},{}\n", prefix, b, saturating_mul(layout.first_page(b), page),
@@ -197,12 +185,13 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
 
 void export_json(const Recording& recording, std::ostream& out) {
     json j;
-    j["meta"] = recording.all_meta();
+    const RecordingData data = recording.read_all();
+    j["meta"] = data.meta;
     j["processes"] = json::array();
-    for (const auto& p : recording.processes())
+    for (const auto& p : data.processes)
         j["processes"].push_back(json_util::process_identity(p));
     j["objects"] = json::array();
-    for (const auto& o : recording.objects())
+    for (const auto& o : data.objects)
         j["objects"].push_back({{"id", o.id},
                                 {"kind", to_string(o.kind)},
                                 {"path", o.path},
@@ -210,7 +199,7 @@ void export_json(const Recording& recording, std::ostream& out) {
                                 {"size_bytes", value(o.size_bytes)}});
     json& series = j["series"];
     series["fast"] = json::array();
-    for (const auto& [t, s] : recording.fast())
+    for (const auto& [t, s] : data.fast)
         series["fast"].push_back({{"t_ms", t},
                                   {"process_id", s.process_id},
                                   {"rss", value(s.rss)},
@@ -219,7 +208,7 @@ void export_json(const Recording& recording, std::ostream& out) {
                                   {"shmem", value(s.rss_shmem)},
                                   {"swap", value(s.swap)}});
     series["rollup"] = json::array();
-    for (const auto& [t, s] : recording.rollup())
+    for (const auto& [t, s] : data.rollup)
         series["rollup"].push_back({{"t_ms", t},
                                     {"process_id", s.process_id},
                                     {"pss", value(s.pss)},
@@ -235,7 +224,7 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"swap_pss", value(s.swap_pss)},
                                     {"locked", value(s.locked)}});
     series["maps"] = json::array();
-    for (const auto& m : recording.maps())
+    for (const auto& m : data.maps)
         series["maps"].push_back({{"t_ms", m.t_ms},
                                   {"process_id", m.process_id},
                                   {"object_id", m.object_id},
@@ -247,7 +236,7 @@ void export_json(const Recording& recording, std::ostream& out) {
                                   {"shared_dirty", m.figures.shared_dirty_kb},
                                   {"swap", m.figures.swap_kb}});
     series["cgroup"] = json::array();
-    for (const auto& [t, c] : recording.cgroup())
+    for (const auto& [t, c] : data.cgroup)
         series["cgroup"].push_back({{"t_ms", t},
                                     {"version", c.version},
                                     {"usage", value(c.usage)},
@@ -262,16 +251,23 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"inactive_file", value(c.inactive_file)},
                                     {"oom_kill", value(c.oom_kill)}});
     series["system"] = json::array();
-    for (const auto& [t, s] : recording.system())
+    for (const auto& [t, s] : data.system)
         series["system"].push_back({{"t_ms", t},
                                     {"mem_total", value(s.mem_total)},
                                     {"mem_available", value(s.mem_available)},
                                     {"cached", value(s.cached)},
                                     {"shmem", value(s.shmem)},
                                     {"devshm_used", value(s.devshm_used)}});
-    j["residency"] = json_util::residency_series(recording);
+    j["residency"] = json_util::residency_series(data);
+    // The tree's sums per tick, as the report's peaks and the plots take them (series API).
+    for (const Figure figure : {Figure::rss, Figure::pss, Figure::uss}) {
+        json& sums = j["tree"][std::string(to_string(figure))];
+        sums = json::array();
+        for (const SeriesPoint& p : loaderlens::series(data, {.figure = figure}).points)
+            sums.push_back({{"t_ms", p.t_ms}, {"kib", value(p.value)}, {"partial", p.partial}});
+    }
     j["markers"] = json::array();
-    for (const auto& m : recording.markers())
+    for (const auto& m : data.markers)
         j["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});
     // comm is cut at 15 bytes (maybe inside a UTF-8 character), paths may be Latin-1:
     // replace bad bytes, never fail the whole output.

@@ -73,11 +73,11 @@ json residency_summary(const FileResidencySummary& s) {
     return out;
 }
 
-json residency_series(const Recording& recording) {
+json residency_series(const RecordingData& data) {
     json out{{"files", json::array()}, {"cache", json::array()}, {"mapped", json::array()}};
-    for (const auto& f : recording.residency_files())
+    for (const auto& f : data.residency_files)
         out["files"].push_back(residency_file(f));
-    for (const auto& [t, c] : recording.cache_residency())
+    for (const auto& [t, c] : data.cache_residency)
         out["cache"].push_back(
             {{"t_ms", t},
              {"file_id", c.file_id},
@@ -88,7 +88,7 @@ json residency_series(const Recording& recording) {
              {"recently_evicted", optional(c.totals.recently_evicted)},
              {"buckets", c.buckets},
              {"evicted_buckets", c.totals.evicted ? json(c.evicted_buckets) : json(nullptr)}});
-    for (const auto& [t, m] : recording.mapped_residency())
+    for (const auto& [t, m] : data.mapped_residency)
         out["mapped"].push_back({{"t_ms", t},
                                  {"file_id", m.file_id},
                                  {"process_id", m.process_id},

@@ -12,6 +12,6 @@ namespace loaderlens::json_util {
 nlohmann::json residency_file(const ResidencyFile& file);
 nlohmann::json residency_summary(const FileResidencySummary& summary);
 // {files, cache: [{t_ms, file_id, ..., buckets}], mapped: [{t_ms, file_id, process_id, ...}]}
-nlohmann::json residency_series(const Recording& recording);
+nlohmann::json residency_series(const RecordingData& data);
 
 } // namespace loaderlens::json_util

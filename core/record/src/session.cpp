@@ -43,6 +43,7 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
       residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
     if (options_.markers_path) markers_.emplace(*options_.markers_path);
+    if (options_.loader_events_path) loader_events_.emplace(*options_.loader_events_path);
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
                                    &cgroup_problem_);
     snapshot_ = std::make_shared<const std::vector<ProcessInfo>>();
@@ -106,6 +107,7 @@ void Session::fast_run(SampleBatch& batch) {
     processes_ = static_cast<int>(live.size());
     tree_gone_ = live.empty(); // also when the root was gone before the first scan
     if (markers_) batch.markers = markers_->poll(clock_);
+    if (loader_events_) batch.loader = loader_events_->poll(clock_, stopping_.load());
 
     // Publish the tree for the deep thread only after the births are queued, so their process
     // rows are written before any deep sample that refers to them.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/recorder.hpp"
 
-#include "residency_store.hpp"
+#include "loader_writer.hpp"
+#include "recording_tables.hpp"
+#include "residency_writer.hpp"
 
 #include <array>
 #include <cerrno>
@@ -14,82 +16,29 @@
 
 namespace loaderlens {
 
-const char* recording_schema_sql() {
-    return R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE processes(
-  id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL, ppid INTEGER,
-  parent_id INTEGER, comm TEXT, cmdline TEXT, role TEXT NOT NULL, slot INTEGER, generation INTEGER,
-  birth_ms INTEGER, exit_ms INTEGER, exit_status INTEGER);
-CREATE TABLE fast_samples(
-  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL,
-  rss_kb INTEGER, anon_kb INTEGER, file_kb INTEGER, shmem_kb INTEGER, swap_kb INTEGER);
-CREATE TABLE rollup_samples(
-  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL,
-  rss_kb INTEGER, pss_kb INTEGER, pss_anon_kb INTEGER, pss_file_kb INTEGER, pss_shmem_kb INTEGER,
-  shared_clean_kb INTEGER, shared_dirty_kb INTEGER, private_clean_kb INTEGER,
-  private_dirty_kb INTEGER, swap_kb INTEGER, swap_pss_kb INTEGER, locked_kb INTEGER);
-CREATE TABLE objects(
-  id INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT NOT NULL, inode INTEGER NOT NULL,
-  size_bytes INTEGER, UNIQUE(kind, path, inode));
-CREATE TABLE map_samples(
-  t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL, object_id INTEGER NOT NULL,
-  size_kb INTEGER, rss_kb INTEGER, pss_kb INTEGER, shared_clean_kb INTEGER, shared_dirty_kb INTEGER,
-  private_clean_kb INTEGER, private_dirty_kb INTEGER, swap_kb INTEGER);
-CREATE TABLE cgroup_samples(
-  t_ms INTEGER NOT NULL, version TEXT, path TEXT, usage_kb INTEGER, peak_kb INTEGER,
-  limit_kb INTEGER, unlimited INTEGER, anon_kb INTEGER, file_kb INTEGER, shmem_kb INTEGER,
-  file_mapped_kb INTEGER, active_file_kb INTEGER, inactive_file_kb INTEGER,
-  failcnt INTEGER, oom_kill INTEGER);
-CREATE TABLE system_samples(
-  t_ms INTEGER NOT NULL, mem_total_kb INTEGER, mem_available_kb INTEGER, cached_kb INTEGER,
-  shmem_kb INTEGER, dirty_kb INTEGER, devshm_used_kb INTEGER, devshm_size_kb INTEGER);
-CREATE TABLE markers(t_ms INTEGER NOT NULL, source TEXT NOT NULL, text TEXT NOT NULL);
-CREATE TABLE unavailable(t_ms INTEGER NOT NULL, process_id INTEGER NOT NULL, tier TEXT NOT NULL,
-  reason TEXT NOT NULL);
-CREATE TABLE loader_epochs(epoch INTEGER NOT NULL, generation INTEGER NOT NULL,
-  start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, samples INTEGER NOT NULL,
-  batches INTEGER NOT NULL, bytes_read INTEGER NOT NULL);
-CREATE TABLE loader_workers(worker INTEGER NOT NULL, generation INTEGER NOT NULL,
-  epoch INTEGER NOT NULL, pid INTEGER NOT NULL, t_ms INTEGER NOT NULL, process_id INTEGER);
-CREATE TABLE loader_progress(t_ms INTEGER NOT NULL, epoch INTEGER NOT NULL,
-  generation INTEGER NOT NULL, bytes_read INTEGER NOT NULL, distinct_bytes INTEGER NOT NULL,
-  workers TEXT NOT NULL);
-CREATE TABLE residency_files(id INTEGER PRIMARY KEY, path TEXT NOT NULL, device INTEGER NOT NULL,
-  inode INTEGER NOT NULL, size_bytes INTEGER NOT NULL, page_size INTEGER NOT NULL,
-  buckets INTEGER NOT NULL, bucket_pages INTEGER NOT NULL, method TEXT NOT NULL,
-  unavailable_reason TEXT, requested INTEGER NOT NULL, first_ms INTEGER NOT NULL);
-CREATE TABLE cache_residency(t_ms INTEGER NOT NULL, file_id INTEGER NOT NULL,
-  cached INTEGER NOT NULL, dirty INTEGER, writeback INTEGER, evicted INTEGER,
-  recently_evicted INTEGER, buckets BLOB, evicted_buckets BLOB);
-CREATE TABLE mapped_residency(t_ms INTEGER NOT NULL, file_id INTEGER NOT NULL,
-  process_id INTEGER NOT NULL, mapped_pages INTEGER NOT NULL, present_pages INTEGER NOT NULL,
-  buckets BLOB);
-CREATE TABLE tier_stats(t_ms INTEGER NOT NULL, tier TEXT NOT NULL, interval_ms INTEGER NOT NULL,
-  cpu_us_per_run REAL NOT NULL, processes INTEGER NOT NULL);
-)sql";
+static_assert(recording_schema_version == recording_tables::schema_version);
+
+std::string recording_schema_sql() {
+    return recording_tables::create_sql();
 }
 
 struct Recorder::Statements {
     explicit Statements(sql::Database& db)
         : meta(db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")),
-          insert_process(db.prepare(
-              "INSERT INTO processes(id, pid, start_ticks, ppid, parent_id, comm, cmdline, role, "
-              "slot, generation, birth_ms, exit_ms, exit_status) "
-              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+          insert_process(db.prepare(recording_tables::insert_sql("processes"))),
           update_process(db.prepare(
               "UPDATE processes SET ppid=?4, parent_id=?5, comm=?6, cmdline=?7, role=?8, slot=?9, "
-              "generation=?10, birth_ms=?11, exit_ms=?12, exit_status=?13 WHERE id=?1 AND pid=?2 "
-              "AND start_ticks=?3")),
-          fast(db.prepare("INSERT INTO fast_samples VALUES(?,?,?,?,?,?,?)")),
-          rollup(db.prepare("INSERT INTO rollup_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
-          object(db.prepare("INSERT INTO objects(kind, path, inode, size_bytes) VALUES(?,?,?,?)")),
-          map(db.prepare("INSERT INTO map_samples VALUES(?,?,?,?,?,?,?,?,?,?,?)")),
-          cgroup(db.prepare("INSERT INTO cgroup_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
-          system(db.prepare("INSERT INTO system_samples VALUES(?,?,?,?,?,?,?,?)")),
-          marker(db.prepare("INSERT INTO markers VALUES(?,?,?)")),
-          unavailable(db.prepare("INSERT INTO unavailable VALUES(?,?,?,?)")),
-          tier(db.prepare("INSERT INTO tier_stats VALUES(?,?,?,?,?)")) {}
+              "generation=?10, birth_ms=?11, exit_ms=?12, exit_status=?13, revision=?14 WHERE "
+              "id=?1 AND pid=?2 AND start_ticks=?3")),
+          fast(db.prepare(recording_tables::insert_sql("fast_samples"))),
+          rollup(db.prepare(recording_tables::insert_sql("rollup_samples"))),
+          object(db.prepare(recording_tables::insert_sql("objects", {"id"}))),
+          map(db.prepare(recording_tables::insert_sql("map_samples"))),
+          cgroup(db.prepare(recording_tables::insert_sql("cgroup_samples"))),
+          system(db.prepare(recording_tables::insert_sql("system_samples"))),
+          marker(db.prepare(recording_tables::insert_sql("markers"))),
+          unavailable(db.prepare(recording_tables::insert_sql("unavailable"))),
+          tier(db.prepare(recording_tables::insert_sql("tier_stats"))) {}
     sql::Statement meta, insert_process, update_process, fast, rollup, object, map, cgroup, system,
         marker, unavailable, tier;
 };
@@ -142,10 +91,12 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
                   "PRAGMA user_version=" + std::to_string(recording_schema_version) + "; COMMIT;");
         statements_ = std::make_unique<Statements>(*db_);
         residency_ = std::make_unique<ResidencyWriter>(*db_);
+        loader_ = std::make_unique<LoaderWriter>(*db_, revision_);
         set_meta("format", recording_format);
         set_meta("state", "recording");
         commit();
     } catch (const sql::Error& e) {
+        loader_.reset();
         residency_.reset();
         statements_.reset();
         db_.reset();
@@ -167,6 +118,7 @@ Recorder::~Recorder() {
         if (!finished_) db_->exec("PRAGMA journal_mode=DELETE");
     } catch (...) {
     }
+    loader_.reset();
     residency_.reset();
     statements_.reset();
 }
@@ -179,15 +131,17 @@ void Recorder::commit() {
 }
 
 void Recorder::demote_undeclared_workers() {
-    // `replay`: once write_loader_run has kept the loader's account (meta loader.status), the
-    // workers it declared are the workers, with its slots and generations. A process the tracker
-    // had taken for one but the loader did not declare (a helper that main started, say) becomes
-    // a helper, in the same transaction; again at every later commit, should the tracker rewrite
-    // its row. Nothing to do in `record`, or before the loader's account is written.
-    auto written = db_->prepare("SELECT EXISTS(SELECT 1 FROM meta WHERE key='loader.status')");
-    if (!written.step() || written.int64(0) == 0) return;
-    db_->exec("UPDATE processes SET role='helper', slot=NULL, generation=NULL WHERE role='worker' "
-              "AND id NOT IN (SELECT process_id FROM loader_workers WHERE process_id IS NOT NULL)");
+    // `replay`: once the loader's run ended (end_loader_run), the workers it declared are the
+    // workers, with its slots and generations. A process the tracker had taken for one but the
+    // loader did not declare (a helper that main started, say) becomes a helper, in the same
+    // transaction; again at every later commit, should the tracker rewrite its row. Nothing to do
+    // in `record`, or while the loader runs (a worker it forked may not be declared yet).
+    if (!loader_ended_) return;
+    auto demote = db_->prepare(
+        "UPDATE processes SET role='helper', slot=NULL, generation=NULL, revision=? WHERE "
+        "role='worker' AND id NOT IN (SELECT process_id FROM loader_workers WHERE process_id IS "
+        "NOT NULL)");
+    demote.bind(1, ++revision_).run();
 }
 
 void Recorder::set_meta(const std::string& key, const std::string& value) {
@@ -226,6 +180,7 @@ void Recorder::write_process(const ProcessInfo& p, bool insert) {
         s.bind(9, std::int64_t{p.slot}).bind(10, std::int64_t{p.generation});
     s.bind(11, p.birth_ms).bind(12, Kib(p.exit_ms));
     if (p.exit_status) s.bind(13, std::int64_t{*p.exit_status});
+    s.bind(14, ++revision_); // a reader's cursor sees the row again (Cursor::process_revision)
     s.run();
 }
 
@@ -280,8 +235,12 @@ void Recorder::write(const SampleBatch& b) {
         const auto& y = *b.system;
         auto& s = statements_->system;
         s.bind(1, t).bind(2, y.mem_total).bind(3, y.mem_available).bind(4, y.cached);
-        s.bind(5, y.shmem).bind(6, y.dirty).bind(7, y.devshm_used).bind(8, y.devshm_size).run();
+        s.bind(5, y.shmem).bind(6, y.dirty).bind(7, y.devshm_used).bind(8, y.devshm_size);
+        s.bind(9, y.active_file).bind(10, y.inactive_file).bind(11, y.writeback);
+        s.bind(12, y.kreclaimable).run();
     }
+    if (!b.loader.empty() || !b.loader.progress.empty() || !b.loader.status.empty())
+        write_loader_events(b.loader);
     for (const auto& m : b.markers)
         statements_->marker.bind(1, m.t_ms).bind(2, m.source).bind(3, m.text).run();
     for (const auto& u : b.unavailable)
@@ -291,6 +250,42 @@ void Recorder::write(const SampleBatch& b) {
         s.bind(1, t).bind(2, ts.tier).bind(3, ts.interval_ms).bind(4, ts.cpu_us_per_run);
         s.bind(5, std::int64_t{ts.processes}).run();
     }
+}
+
+void Recorder::write_loader_events(const LoaderRun& run) {
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+    if (!run.empty() || !run.status.empty()) loader_heard_ = true;
+    if (!run.config_json.empty()) set_meta("loader.config", run.config_json);
+    if (!run.status.empty()) set_meta("loader.status", run.status);
+    if (!run.message.empty()) set_meta("loader.message", run.message);
+    if (run.unreadable_lines > 0) {
+        unreadable_loader_lines_ += run.unreadable_lines;
+        set_meta("loader.unreadable_lines", std::to_string(unreadable_loader_lines_));
+    }
+    loader_->write(run);
+}
+
+void Recorder::end_loader_run() {
+    // A loader that never said anything (it did not start): no account to end, nobody demoted.
+    if (!loader_heard_) return;
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+    loader_->reconcile();
+    loader_ended_ = true;
+    auto status = db_->prepare("SELECT EXISTS(SELECT 1 FROM meta WHERE key='loader.status')");
+    if (status.step() && status.int64(0) == 0)
+        set_meta("loader.status", "unknown (the loader did not finish)");
+}
+
+void Recorder::write_loader_run(const LoaderRun& run) {
+    if (run.empty() && run.status.empty()) return;
+    write_loader_events(run);
+    end_loader_run();
 }
 
 void Recorder::finish(const std::string& state, std::int64_t end_ms) {

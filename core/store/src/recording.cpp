@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/recording.hpp"
 
+#include "loader_meta.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/sqlite.hpp"
 #include "recording_open.hpp"
 #include "recording_read.hpp"
 #include "recording_schema.hpp"
+#include "residency_decoder.hpp"
+#include "table_reader.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -57,7 +60,7 @@ bool this_host(const std::string& host) {
     return ::gethostname(name, sizeof name - 1) == 0 && host == name;
 }
 
-std::string read_all(const std::string& path) {
+std::string file_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -65,7 +68,7 @@ std::string read_all(const std::string& path) {
 // Whether the process of /proc/PID started no later than the recording (+1 s): a PID reused
 // since then belongs to a process started after it.
 bool started_before(const std::string& proc, std::optional<std::int64_t> start_unix_ns) {
-    const std::string stat = read_all(proc + "/stat");
+    const std::string stat = file_text(proc + "/stat");
     const auto paren = stat.rfind(')');
     if (paren == std::string::npos) return false;
     std::istringstream fields(stat.substr(paren + 1));
@@ -101,7 +104,8 @@ Recording::Recording(const std::string& path) : path_(path) {
         db_ = open_reader(path, open_mode(wal, has_wal, exists(path + "-shm")));
         auto version = db_->prepare("PRAGMA user_version");
         version.step();
-        const std::int64_t schema = version.int64(0);
+        schema_ = version.int64(0);
+        const std::int64_t schema = schema_;
         if (!db_->has_table("meta") || meta("format") != recording_format) {
             if (!missing_wal_.empty()) throw RecordingError(lost_wal_message(path, "missing"));
             if (wal && file_size(path + "-wal") == 0)
@@ -121,12 +125,27 @@ Recording::Recording(const std::string& path) : path_(path) {
                                  std::to_string(recording_schema_version) +
                                  "): upgrade loaderlens");
         // A truncated copy often opens and fails only when a missing page is read: look first.
-        if (const std::string problems = quick_check_problems(*db_); !problems.empty())
+        // The header's page count against the file's size is free; quick_check reads every page
+        // (O(size)), so only a small file gets it, and damage found later in a large one is a
+        // RecordingError when it is read.
+        // With a -wal beside it, pages missing from the main file may be in the WAL (a checkpoint
+        // stopped by a full disk writes page 1 and not the rest): the header is not the last word.
+        const bool wal_has_frames = has_wal && file_size(path + "-wal") > 0;
+        if (const std::string cut = wal_has_frames ? std::string() : truncation_problem(path);
+            !cut.empty())
+            throw RecordingError(
+                path + ": recording is damaged or truncated (" + cut + ")" +
+                (missing_wal_.empty() ? "" : "; " + missing_wal_ + " is missing beside it"));
+        if (const std::string problems = file_size(path) <= quick_check_largest_file
+                                             ? quick_check_problems(*db_)
+                                             : std::string();
+            !problems.empty())
             throw RecordingError(
                 path + ": recording is damaged or truncated (" + problems + ")" +
                 (missing_wal_.empty() ? "" : "; " + missing_wal_ + " is missing beside it"));
         recording_schema::check(*db_, path, schema);
-        recording_schema::check_values(*db_, path);
+        tables_ = std::make_unique<TableReader>(*db_, schema_);
+        residency_ = std::make_unique<ResidencyDecoder>(*db_, schema_);
         finished(); // a state that is none of ours is damage, said now rather than mid-report
     } catch (const sql::Error& e) {
         throw RecordingError(path + ": " + describe_sql_error(e));
@@ -212,7 +231,7 @@ bool Recording::writer_alive(std::int64_t pid) const {
         !this_host(meta("host")))
         return false;
     const std::string proc = "/proc/" + std::to_string(pid);
-    if (read_all(proc + "/cmdline").find("loaderlens") == std::string::npos) return false;
+    if (file_text(proc + "/cmdline").find("loaderlens") == std::string::npos) return false;
     struct stat file {};
     DIR* fds = ::opendir((proc + "/fd").c_str());
     if (!fds || ::stat(path_.c_str(), &file) != 0) {
@@ -230,191 +249,118 @@ bool Recording::writer_alive(std::int64_t pid) const {
     return open;
 }
 
+RecordingData Recording::read_new(Cursor& cursor) const {
+    return read_recording(path_, [&] {
+        RecordingData out;
+        // One read transaction: every table as of one commit of the writer.
+        db_->exec("BEGIN");
+        try {
+            auto version = db_->prepare("PRAGMA data_version");
+            version.step();
+            cursor.data_version = version.int64(0);
+            tables_->meta(out);
+            tables_->processes(cursor, out);
+            tables_->objects(cursor, out);
+            tables_->fast(cursor, out);
+            tables_->rollup(cursor, out);
+            tables_->maps(cursor, out);
+            tables_->cgroup(cursor, out);
+            tables_->system(cursor, out);
+            tables_->markers(cursor, out);
+            tables_->unavailable(cursor, out);
+            tables_->tier_stats(cursor, out);
+            residency_->read(cursor, out);
+            tables_->loader(cursor, out);
+            db_->exec("COMMIT");
+        } catch (...) {
+            db_->exec("ROLLBACK");
+            throw;
+        }
+        take_loader_meta(path_, out);
+        return out;
+    });
+}
+
+bool Recording::has_new(const Cursor& cursor) const {
+    if (!cursor.data_version) return true;
+    return read_recording(path_, [&] {
+        auto version = db_->prepare("PRAGMA data_version");
+        version.step();
+        return version.int64(0) != *cursor.data_version;
+    });
+}
+
+Cursor Recording::cursor_at_end() const {
+    return read_recording(path_, [&] {
+        Cursor cursor;
+        db_->exec("BEGIN");
+        for (const char* table :
+             {"objects", "fast_samples", "rollup_samples", "map_samples", "cgroup_samples",
+              "system_samples", "markers", "unavailable", "tier_stats", "cache_residency",
+              "mapped_residency", "loader_epochs", "loader_workers", "loader_progress"})
+            cursor.read_up_to[table] = tables_->last_rowid(table);
+        db_->exec("COMMIT");
+        // Processes and residency files stay unread: the view needs them all to name what follows.
+        return cursor;
+    });
+}
+
+RecordingData Recording::read_all() const {
+    Cursor cursor;
+    return read_new(cursor);
+}
+
 std::vector<ProcessInfo> Recording::processes() const {
-    return read_recording(path_, [&] {
-        std::vector<ProcessInfo> out;
-        auto q = db_->prepare("SELECT id, pid, start_ticks, ppid, parent_id, comm, cmdline, role, "
-                              "slot, generation, birth_ms, exit_ms, exit_status FROM processes "
-                              "ORDER BY id");
-        while (q.step()) {
-            ProcessInfo p;
-            p.id = q.int64(0);
-            p.key = {static_cast<pid_t>(q.int64(1)), static_cast<std::uint64_t>(q.int64(2))};
-            p.ppid = static_cast<pid_t>(q.int64(3));
-            p.parent_id = q.int64(4);
-            p.comm = q.text(5);
-            p.cmdline = q.text(6);
-            p.role = role_from_string(q.text(7)).value_or(Role::helper);
-            p.slot = static_cast<int>(q.optional_int64(8).value_or(-1));
-            p.generation = static_cast<int>(q.optional_int64(9).value_or(-1));
-            p.birth_ms = q.int64(10);
-            p.exit_ms = q.optional_int64(11);
-            if (auto status = q.optional_int64(12)) p.exit_status = static_cast<int>(*status);
-            out.push_back(std::move(p));
-        }
-        return out;
-    });
+    return read_all().processes;
 }
-
 std::vector<ObjectInfo> Recording::objects() const {
-    return read_recording(path_, [&] {
-        std::vector<ObjectInfo> out;
-        auto q = db_->prepare("SELECT id, kind, path, inode, size_bytes FROM objects ORDER BY id");
-        while (q.step()) {
-            const std::int64_t id = q.int64(0);
-            out.push_back({id, mapping_kind_from_string(q.text(1)).value_or(MappingKind::other),
-                           checked_path(q.text(2), "objects", id),
-                           static_cast<std::uint64_t>(q.int64(3)), q.optional_int64(4)});
-        }
-        return out;
-    });
+    return read_all().objects;
 }
-
-// The sample tables are read by column name, never by position (SELECT *): a table rebuilt
-// with a column missing or moved must not be read shifted (recording_schema.hpp refuses it).
-std::vector<Timed<FastSample>> Recording::fast(std::int64_t since_ms) const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<FastSample>> out;
-        auto q = db_->prepare("SELECT t_ms, process_id, rss_kb, anon_kb, file_kb, shmem_kb, "
-                              "swap_kb FROM fast_samples WHERE t_ms > ? ORDER BY t_ms, process_id");
-        q.bind(1, since_ms);
-        while (q.step())
-            out.push_back({q.int64(0), FastSample{q.int64(1), q.optional_int64(2),
-                                                  q.optional_int64(3), q.optional_int64(4),
-                                                  q.optional_int64(5), q.optional_int64(6)}});
-        return out;
-    });
+std::vector<Timed<FastSample>> Recording::fast() const {
+    return read_all().fast;
 }
-
-std::vector<Timed<RollupSample>> Recording::rollup(std::int64_t since_ms) const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<RollupSample>> out;
-        auto q = db_->prepare(
-            "SELECT t_ms, process_id, rss_kb, pss_kb, pss_anon_kb, pss_file_kb, pss_shmem_kb, "
-            "shared_clean_kb, shared_dirty_kb, private_clean_kb, private_dirty_kb, swap_kb, "
-            "swap_pss_kb, locked_kb FROM rollup_samples WHERE t_ms > ? ORDER BY t_ms, process_id");
-        q.bind(1, since_ms);
-        while (q.step()) {
-            RollupSample r;
-            r.process_id = q.int64(1);
-            Kib* fields[] = {&r.rss,           &r.pss,          &r.pss_anon,     &r.pss_file,
-                             &r.pss_shmem,     &r.shared_clean, &r.shared_dirty, &r.private_clean,
-                             &r.private_dirty, &r.swap,         &r.swap_pss,     &r.locked};
-            for (int i = 0; i < 12; ++i)
-                *fields[i] = q.optional_int64(2 + i);
-            out.push_back({q.int64(0), r});
-        }
-        return out;
-    });
+std::vector<Timed<RollupSample>> Recording::rollup() const {
+    return read_all().rollup;
 }
-
-std::vector<MapRow> Recording::maps(std::int64_t since_ms) const {
-    return read_recording(path_, [&] {
-        std::vector<MapRow> out;
-        auto q = db_->prepare("SELECT t_ms, process_id, object_id, size_kb, rss_kb, pss_kb, "
-                              "shared_clean_kb, shared_dirty_kb, private_clean_kb, "
-                              "private_dirty_kb, swap_kb FROM map_samples WHERE t_ms > ? "
-                              "ORDER BY t_ms, process_id");
-        q.bind(1, since_ms);
-        while (q.step()) {
-            MapRow row{q.int64(0), q.int64(1), q.int64(2), {}};
-            auto& f = row.figures;
-            std::int64_t* fields[] = {&f.size_kb,          &f.rss_kb,          &f.pss_kb,
-                                      &f.shared_clean_kb,  &f.shared_dirty_kb, &f.private_clean_kb,
-                                      &f.private_dirty_kb, &f.swap_kb};
-            for (int i = 0; i < 8; ++i)
-                *fields[i] = q.int64(3 + i);
-            out.push_back(row);
-        }
-        return out;
-    });
+std::vector<MapRow> Recording::maps() const {
+    return read_all().maps;
 }
-
-std::vector<Timed<CgroupSample>> Recording::cgroup(std::int64_t since_ms) const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<CgroupSample>> out;
-        auto q = db_->prepare(
-            "SELECT t_ms, version, path, usage_kb, peak_kb, limit_kb, unlimited, anon_kb, file_kb, "
-            "shmem_kb, file_mapped_kb, active_file_kb, inactive_file_kb, failcnt, oom_kill FROM "
-            "cgroup_samples WHERE t_ms > ? ORDER BY t_ms");
-        q.bind(1, since_ms);
-        while (q.step()) {
-            CgroupSample c;
-            c.version = q.text(1);
-            c.path = q.text(2);
-            Kib* fields[] = {&c.usage, &c.peak, &c.limit};
-            for (int i = 0; i < 3; ++i)
-                *fields[i] = q.optional_int64(3 + i);
-            c.unlimited = q.int64(6) != 0;
-            Kib* stat[] = {&c.anon,        &c.file,        &c.shmem,
-                           &c.file_mapped, &c.active_file, &c.inactive_file};
-            for (int i = 0; i < 6; ++i)
-                *stat[i] = q.optional_int64(7 + i);
-            c.failcnt = q.optional_int64(13);
-            c.oom_kill = q.optional_int64(14);
-            out.push_back({q.int64(0), c});
-        }
-        return out;
-    });
+std::vector<Timed<CgroupSample>> Recording::cgroup() const {
+    return read_all().cgroup;
 }
-
-std::vector<Timed<SystemSample>> Recording::system(std::int64_t since_ms) const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<SystemSample>> out;
-        auto q = db_->prepare("SELECT t_ms, mem_total_kb, mem_available_kb, cached_kb, shmem_kb, "
-                              "dirty_kb, devshm_used_kb, devshm_size_kb FROM system_samples "
-                              "WHERE t_ms > ? ORDER BY t_ms");
-        q.bind(1, since_ms);
-        while (q.step()) {
-            SystemSample s;
-            Kib* fields[] = {&s.mem_total, &s.mem_available, &s.cached,     &s.shmem,
-                             &s.dirty,     &s.devshm_used,   &s.devshm_size};
-            for (int i = 0; i < 7; ++i)
-                *fields[i] = q.optional_int64(1 + i);
-            out.push_back({q.int64(0), s});
-        }
-        return out;
-    });
+std::vector<Timed<SystemSample>> Recording::system() const {
+    return read_all().system;
 }
-
 std::vector<Marker> Recording::markers() const {
-    return read_recording(path_, [&] {
-        std::vector<Marker> out;
-        auto q = db_->prepare("SELECT t_ms, source, text FROM markers ORDER BY t_ms");
-        while (q.step())
-            out.push_back({q.int64(0), q.text(1), q.text(2)});
-        return out;
-    });
+    return read_all().markers;
 }
-
 std::vector<Timed<Unavailability>> Recording::unavailable() const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<Unavailability>> out;
-        auto q =
-            db_->prepare("SELECT t_ms, process_id, tier, reason FROM unavailable ORDER BY t_ms");
-        while (q.step())
-            out.push_back({q.int64(0), {q.int64(1), q.text(2), q.text(3)}});
-        return out;
-    });
+    return read_all().unavailable;
 }
-
 std::vector<Timed<TierStat>> Recording::tier_stats() const {
-    return read_recording(path_, [&] {
-        std::vector<Timed<TierStat>> out;
-        auto q = db_->prepare("SELECT t_ms, tier, interval_ms, cpu_us_per_run, processes FROM "
-                              "tier_stats ORDER BY t_ms");
-        while (q.step())
-            out.push_back(
-                {q.int64(0), {q.text(1), q.int64(2), q.real(3), static_cast<int>(q.int64(4))}});
-        return out;
-    });
+    return read_all().tier_stats;
+}
+std::vector<ResidencyFile> Recording::residency_files() const {
+    return read_all().residency_files;
+}
+std::vector<Timed<CacheResidency>> Recording::cache_residency() const {
+    return read_all().cache_residency;
+}
+std::vector<Timed<MappedResidency>> Recording::mapped_residency() const {
+    return read_all().mapped_residency;
+}
+LoaderRun Recording::loader_run() const {
+    return read_all().loader;
 }
 
 std::int64_t Recording::last_sample_ms() const {
     return read_recording(path_, [&] {
-        auto q = db_->prepare("SELECT max(t) FROM (SELECT max(t_ms) AS t FROM fast_samples UNION "
-                              "ALL SELECT max(t_ms) FROM rollup_samples UNION ALL SELECT "
-                              "max(t_ms) FROM system_samples)");
+        // Each table's runs are written in time order: its last row is its latest (no scan).
+        auto q = db_->prepare(
+            "SELECT max(t) FROM (SELECT (SELECT t_ms FROM fast_samples ORDER BY rowid DESC LIMIT "
+            "1) AS t UNION ALL SELECT (SELECT t_ms FROM rollup_samples ORDER BY rowid DESC LIMIT "
+            "1) "
+            "UNION ALL SELECT (SELECT t_ms FROM system_samples ORDER BY rowid DESC LIMIT 1))");
         q.step();
         return q.optional_int64(0).value_or(-1);
     });

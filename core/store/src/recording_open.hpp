@@ -97,6 +97,29 @@ inline std::uintmax_t file_size(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uintmax_t>(st.st_size) : 0;
 }
 
+// Files up to this size get PRAGMA quick_check when opened (it reads every page: O(size)).
+inline constexpr std::uintmax_t quick_check_largest_file = 64u << 20;
+
+// A main file shorter than its header says (a copy cut short): the header's page count (offset
+// 28, valid when the change counter at 24 equals the one at 92) times its page size (offset 16,
+// 1 meaning 65536). Empty when it holds all its pages or the header does not say.
+inline std::string truncation_problem(const std::string& path) {
+    unsigned char header[100] = {};
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return {};
+    auto be32 = [&](int at) {
+        return (std::uint32_t{header[at]} << 24) | (std::uint32_t{header[at + 1]} << 16) |
+               (std::uint32_t{header[at + 2]} << 8) | header[at + 3];
+    };
+    const std::uint32_t page = (std::uint32_t{header[16]} << 8) | header[17];
+    const std::uintmax_t page_size = page == 1 ? 65536 : page;
+    if (be32(24) != be32(92) || page_size < 512) return {};
+    const std::uintmax_t pages = be32(28), expected = pages * page_size, size = file_size(path);
+    if (size >= expected) return {};
+    return "the header says " + std::to_string(pages) + " pages of " + std::to_string(page_size) +
+           " bytes, the file holds " + std::to_string(size) + " bytes";
+}
+
 // What PRAGMA quick_check found, as one line; empty when it says ok. Its text spans lines
 // ("*** in database main ***", then a line per problem), and a row comes per problem.
 inline std::string quick_check_problems(sql::Database& db) {

@@ -115,10 +115,10 @@ struct ReportData {
     LoaderRun loader; // empty unless the run came from `loaderlens replay`
 };
 
-// The residency part of build_report (report_residency.cpp).
+// The residency part of build_report (report_residency.cpp): from `data`, all of `recording`.
 std::vector<FileResidencySummary> summarize_residency(const Recording& recording,
-                                                      const std::vector<ProcessSummary>& processes,
-                                                      const LoaderRun& loader);
+                                                      const RecordingData& data,
+                                                      const std::vector<ProcessSummary>& processes);
 
 ReportData build_report(const Recording& recording);
 // The process with this recording id among `processes`, or null.

@@ -2,6 +2,7 @@
 // What a sampling run hands to the recorder: one timestamp, whatever tiers ran, tree changes.
 #pragma once
 
+#include "loaderlens/loader_run.hpp"
 #include "loaderlens/residency.hpp"
 #include "loaderlens/types.hpp"
 
@@ -22,6 +23,7 @@ struct SampleBatch {
     std::vector<Marker> markers;
     std::vector<Unavailability> unavailable;
     std::vector<TierStat> tier_stats;
+    LoaderRun loader; // the reference loader's events read since the last batch (replay)
 };
 
 } // namespace loaderlens

@@ -13,4 +13,26 @@ namespace loaderlens {
 // event is counted in unreadable_lines and skipped.
 LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock);
 
+// Adds one line of the events file to `run` (a line that is no loader event: unreadable_lines).
+void add_loader_event(const std::string& line, const RecordingClock& clock, LoaderRun& run);
+
+// Follows the events file while the loader runs: each poll gives the complete lines appended
+// since the last, so that epochs, workers and progress reach the recording as they happen (a live
+// reader sees them). The loader only appends to the file (probes/, one write per line).
+class LoaderEventTail {
+  public:
+    explicit LoaderEventTail(std::string path) : path_(std::move(path)) {}
+    ~LoaderEventTail();
+    LoaderEventTail(const LoaderEventTail&) = delete;
+    LoaderEventTail& operator=(const LoaderEventTail&) = delete;
+    // `at_end`: the run is over; a last line without its newline is taken too.
+    LoaderRun poll(const RecordingClock& clock, bool at_end = false);
+
+  private:
+    static constexpr std::size_t longest_line = 1 << 20;
+    std::string path_;
+    int fd_ = -1;
+    std::string partial_;
+};
+
 } // namespace loaderlens

@@ -11,14 +11,15 @@
 
 #include "loaderlens/adaptive_interval.hpp"
 #include "loaderlens/cgroup_sampler.hpp"
-#include "loaderlens/system_sampler.hpp"
 #include "loaderlens/clock.hpp"
 #include "loaderlens/fast_sampler.hpp"
+#include "loaderlens/loader_events.hpp"
 #include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/marker_tail.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/residency_sampler.hpp"
 #include "loaderlens/rollup_sampler.hpp"
+#include "loaderlens/system_sampler.hpp"
 #include "loaderlens/tree_tracker.hpp"
 
 #include <atomic>
@@ -39,6 +40,8 @@ struct SessionOptions {
     double cpu_budget = 0.05; // of one core, for all tiers together
     std::int64_t maps_min_file_kb = 1024;
     std::optional<std::string> markers_path;
+    // The reference loader's events file (replay): tailed like the markers, written as it comes.
+    std::optional<std::string> loader_events_path;
 };
 
 struct LiveStatus {
@@ -94,6 +97,7 @@ class Session {
     MapsSampler maps_;
     ResidencySampler residency_;
     std::optional<MarkerTail> markers_;
+    std::optional<LoaderEventTail> loader_events_;
     std::optional<CgroupLocation> cgroup_;
     std::string cgroup_problem_;
     AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_,

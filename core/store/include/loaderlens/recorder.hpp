@@ -16,12 +16,12 @@
 
 namespace loaderlens {
 
-// 2: loader_epochs, loader_workers; 3: loader_progress, residency_files, cache_residency,
-// mapped_residency.
-inline constexpr int recording_schema_version = 3;
+// The schema this loaderlens writes (history: docs/recording.md).
+inline constexpr int recording_schema_version = 4;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 class ResidencyWriter;
+class LoaderWriter;
 
 struct RecorderError : std::runtime_error {
     explicit RecorderError(const std::string& what, bool no_room = false)
@@ -43,10 +43,15 @@ class Recorder {
     void commit();
     // state: "finished" (the command ended) or "interrupted" (stopped by a signal).
     void finish(const std::string& state, std::int64_t end_ms);
-    // Keeps what the reference loader reported, and gives each of its workers the slot and
-    // generation the loader knows (the tracker's own guess from birth order is usually the same).
-    // Processes the tracker took for workers but the loader did not declare become helpers when
-    // this transaction commits.
+    // What the reference loader reported since the last call, kept as it arrives (a live reader
+    // sees epochs, workers and progress during the run). A worker's process gets the loader's slot
+    // and generation (the tracker's own guess from birth order is usually the same).
+    void write_loader_events(const LoaderRun& events);
+    // The loader's run ended: workers are matched to processes the tracker saw late, the status
+    // is "unknown" if the loader never said, and processes the tracker took for workers but the
+    // loader did not declare become helpers when this transaction commits.
+    void end_loader_run();
+    // Both at once (a loader's whole account read after the run).
     void write_loader_run(const LoaderRun& run);
     const std::string& path() const { return path_; }
 
@@ -61,13 +66,17 @@ class Recorder {
     std::unique_ptr<sql::Database> db_;
     std::unique_ptr<Statements> statements_;
     std::unique_ptr<ResidencyWriter> residency_;
+    std::unique_ptr<LoaderWriter> loader_;
     std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;
     std::set<std::tuple<std::int64_t, std::string, std::string>> noted_;
+    int unreadable_loader_lines_ = 0;
+    bool loader_heard_ = false, loader_ended_ = false;
+    std::int64_t revision_ = 0; // of the last process row written (processes.revision)
     bool in_transaction_ = false;
     bool finished_ = false;
 };
 
 // The schema, shared with tests that build fixtures.
-const char* recording_schema_sql();
+std::string recording_schema_sql();
 
 } // namespace loaderlens

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Reads a recording, finished or still being written (WAL lets one writer and many readers work
-// at once). The CLI report, the export and the GUI all read through this one API; `since_ms`
-// lets a live reader fetch only what is new.
+// at once). The CLI report, the export and the GUI all read through this one API: read_new() with
+// a cursor gives what is new since the last read, and a finished file is one read_new() from an
+// empty cursor.
 #pragma once
 
-#include "loaderlens/loader_run.hpp"
-#include "loaderlens/residency.hpp"
-#include "loaderlens/types.hpp"
+#include "loaderlens/cursor.hpp"
+#include "loaderlens/recording_data.hpp"
 
 #include <map>
 #include <memory>
@@ -19,24 +19,13 @@ namespace loaderlens {
 namespace sql {
 class Database;
 }
+class TableReader;
+class ResidencyDecoder;
 
 // Why a recording cannot be read: one line (control characters in it, say a newline in a file
 // name or in SQLite's text, escaped by one_line()) that names the file. The CLI exits 2 on it.
 struct RecordingError : std::runtime_error {
     explicit RecordingError(const std::string& what);
-};
-
-template <typename Sample> struct Timed {
-    std::int64_t t_ms;
-    Sample sample;
-};
-
-struct ObjectInfo {
-    std::int64_t id = 0;
-    MappingKind kind = MappingKind::file;
-    std::string path;
-    std::uint64_t inode = 0;
-    std::optional<std::int64_t> size_bytes;
 };
 
 // How a recording ended. `finished`: the recorder wrote its end (meta state finished or
@@ -56,15 +45,11 @@ struct RecordingEnd {
     bool file_system_full = false;
 };
 
-struct MapRow {
-    std::int64_t t_ms = 0, process_id = 0, object_id = 0;
-    MappedObject figures; // kind/path/inode left empty: see objects()
-};
-
 class Recording {
   public:
     // Throws RecordingError with a one-line reason: missing, not SQLite, not a recording, a newer
-    // schema, damaged or truncated (PRAGMA quick_check), a table or a column the reader needs is
+    // schema, damaged or truncated (the header's page count; PRAGMA quick_check too for files up to
+    // 64 MiB), a table or a column the reader needs is
     // missing, or its data is in a FILE-wal that is missing. Creates nothing beside the file when
     // it cannot be written (another user's, a read-only directory).
     // Every method below throws RecordingError naming the file when what it reads is damaged: an
@@ -86,34 +71,47 @@ class Recording {
     // data may be missing. The missing file's path, or empty.
     const std::string& missing_wal() const { return missing_wal_; }
 
+    // Everything new since `cursor`, read in one transaction (a consistent snapshot), and the
+    // cursor moved past it. An empty cursor reads the whole recording.
+    RecordingData read_new(Cursor& cursor) const;
+    // Whether anything was committed since the cursor's last read (PRAGMA data_version: cheap).
+    bool has_new(const Cursor& cursor) const;
+    // A cursor at the current end: read_new() then gives only what comes after (a live view that
+    // starts now). Residency vectors are found from the nearest keyframe when first needed.
+    Cursor cursor_at_end() const;
+    // The whole recording (read_new from an empty cursor).
+    RecordingData read_all() const;
+
+    // One table each, whole (for tests and tools that want one thing).
     std::vector<ProcessInfo> processes() const;
     std::vector<ObjectInfo> objects() const;
-    std::vector<Timed<FastSample>> fast(std::int64_t since_ms = -1) const;
-    std::vector<Timed<RollupSample>> rollup(std::int64_t since_ms = -1) const;
-    std::vector<MapRow> maps(std::int64_t since_ms = -1) const;
-    std::vector<Timed<CgroupSample>> cgroup(std::int64_t since_ms = -1) const;
-    std::vector<Timed<SystemSample>> system(std::int64_t since_ms = -1) const;
+    std::vector<Timed<FastSample>> fast() const;
+    std::vector<Timed<RollupSample>> rollup() const;
+    std::vector<MapRow> maps() const;
+    std::vector<Timed<CgroupSample>> cgroup() const;
+    std::vector<Timed<SystemSample>> system() const;
     std::vector<Marker> markers() const;
     std::vector<Timed<Unavailability>> unavailable() const;
     std::vector<Timed<TierStat>> tier_stats() const;
-    // Residency (empty for recordings older than schema 3). Rows in time order with every bucket
-    // vector filled in, also where the recording stored "unchanged".
-    std::vector<ResidencyFile> residency_files() const;
-    std::vector<Timed<CacheResidency>> cache_residency(std::int64_t since_ms = -1) const;
-    std::vector<Timed<MappedResidency>> mapped_residency(std::int64_t since_ms = -1) const;
+    std::vector<ResidencyFile> residency_files() const; // empty before schema 3
+    std::vector<Timed<CacheResidency>> cache_residency() const;
+    std::vector<Timed<MappedResidency>> mapped_residency() const;
     // What the reference loader reported (empty unless the run came from `loaderlens replay`).
     LoaderRun loader_run() const;
     // The last time any sample was taken (ms since start), -1 for an empty recording.
     std::int64_t last_sample_ms() const;
+    std::int64_t schema() const { return schema_; }
 
   private:
     std::optional<std::string> meta_value(const std::string& key) const; // nullopt: no such key
     bool writer_alive(std::int64_t pid) const;
-    LoaderRun read_loader_run() const;
 
     std::string path_;
     std::string missing_wal_;
+    std::int64_t schema_ = 0;
     std::unique_ptr<sql::Database> db_;
+    std::unique_ptr<TableReader> tables_;
+    std::unique_ptr<ResidencyDecoder> residency_;
 };
 
 } // namespace loaderlens

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+#include "loaderlens/series.hpp"
+
+#include "loaderlens/units.hpp"
+
+#include <algorithm>
+#include <array>
+#include <unordered_set>
+
+namespace loaderlens {
+
+namespace {
+
+struct FigureName {
+    Figure figure;
+    std::string_view name;
+    FigureSource source;
+};
+
+constexpr std::array<FigureName, 24> figure_names{{
+    {Figure::rss, "rss", FigureSource::fast},
+    {Figure::rss_anon, "rss_anon", FigureSource::fast},
+    {Figure::rss_file, "rss_file", FigureSource::fast},
+    {Figure::rss_shmem, "rss_shmem", FigureSource::fast},
+    {Figure::swap, "swap", FigureSource::fast},
+    {Figure::pss, "pss", FigureSource::rollup},
+    {Figure::uss, "uss", FigureSource::rollup},
+    {Figure::pss_anon, "pss_anon", FigureSource::rollup},
+    {Figure::pss_file, "pss_file", FigureSource::rollup},
+    {Figure::pss_shmem, "pss_shmem", FigureSource::rollup},
+    {Figure::swap_pss, "swap_pss", FigureSource::rollup},
+    {Figure::cgroup_usage, "cgroup_usage", FigureSource::cgroup},
+    {Figure::cgroup_anon, "cgroup_anon", FigureSource::cgroup},
+    {Figure::cgroup_file, "cgroup_file", FigureSource::cgroup},
+    {Figure::cgroup_shmem, "cgroup_shmem", FigureSource::cgroup},
+    {Figure::mem_available, "mem_available", FigureSource::system},
+    {Figure::page_cache, "page_cache", FigureSource::system},
+    {Figure::system_shmem, "system_shmem", FigureSource::system},
+    {Figure::dirty, "dirty", FigureSource::system},
+    {Figure::writeback, "writeback", FigureSource::system},
+    {Figure::active_file, "active_file", FigureSource::system},
+    {Figure::inactive_file, "inactive_file", FigureSource::system},
+    {Figure::kreclaimable, "kreclaimable", FigureSource::system},
+    {Figure::devshm_used, "devshm_used", FigureSource::system},
+}};
+
+const FigureName& entry(Figure figure) {
+    return *std::find_if(figure_names.begin(), figure_names.end(),
+                         [&](const FigureName& f) { return f.figure == figure; });
+}
+
+Kib fast_figure(const FastSample& s, Figure f) {
+    switch (f) {
+    case Figure::rss:
+        return s.rss;
+    case Figure::rss_anon:
+        return s.rss_anon;
+    case Figure::rss_file:
+        return s.rss_file;
+    case Figure::rss_shmem:
+        return s.rss_shmem;
+    default:
+        return s.swap;
+    }
+}
+
+Kib rollup_figure(const RollupSample& s, Figure f) {
+    switch (f) {
+    case Figure::pss:
+        return s.pss;
+    case Figure::uss:
+        return s.uss();
+    case Figure::pss_anon:
+        return s.pss_anon;
+    case Figure::pss_file:
+        return s.pss_file;
+    case Figure::pss_shmem:
+        return s.pss_shmem;
+    default:
+        return s.swap_pss;
+    }
+}
+
+Kib cgroup_figure(const CgroupSample& s, Figure f) {
+    switch (f) {
+    case Figure::cgroup_usage:
+        return s.usage;
+    case Figure::cgroup_anon:
+        return s.anon;
+    case Figure::cgroup_file:
+        return s.file;
+    default:
+        return s.shmem;
+    }
+}
+
+Kib system_figure(const SystemSample& s, Figure f) {
+    switch (f) {
+    case Figure::mem_available:
+        return s.mem_available;
+    case Figure::page_cache:
+        return s.cached;
+    case Figure::system_shmem:
+        return s.shmem;
+    case Figure::dirty:
+        return s.dirty;
+    case Figure::writeback:
+        return s.writeback;
+    case Figure::active_file:
+        return s.active_file;
+    case Figure::inactive_file:
+        return s.inactive_file;
+    case Figure::kreclaimable:
+        return s.kreclaimable;
+    default:
+        return s.devshm_used;
+    }
+}
+
+// Per-process rows grouped by tick (one tier run's rows share a t_ms and are contiguous): the sum
+// over the selected processes at each tick in range.
+template <typename Row, typename Get>
+std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
+                                   const std::unordered_set<std::int64_t>& selected,
+                                   const SeriesQuery& q, Get get) {
+    std::vector<SeriesPoint> out;
+    std::size_t i = 0;
+    while (i < rows.size()) {
+        const std::int64_t t = rows[i].t_ms;
+        SeriesPoint point{t, {}, {}, {}, false};
+        bool any = false;
+        for (; i < rows.size() && rows[i].t_ms == t; ++i) {
+            if (t < q.from_ms || t > q.to_ms || !selected.contains(rows[i].sample.process_id))
+                continue;
+            any = true;
+            if (const Kib value = get(rows[i].sample))
+                point.value = saturating_add(point.value.value_or(0), *value);
+            else
+                point.partial = true;
+        }
+        if (!any) continue;
+        point.min = point.max = point.value;
+        out.push_back(point);
+    }
+    return out;
+}
+
+template <typename Row, typename Get>
+std::vector<SeriesPoint> direct(const std::vector<Timed<Row>>& rows, const SeriesQuery& q,
+                                Get get) {
+    std::vector<SeriesPoint> out;
+    for (const auto& [t, sample] : rows) {
+        if (t < q.from_ms || t > q.to_ms) continue;
+        const Kib value = get(sample);
+        out.push_back({t, value, value, value, !value});
+    }
+    return out;
+}
+
+Kib lower(const Kib& a, const Kib& b) {
+    return !a ? b : !b ? a : std::min(*a, *b);
+}
+Kib higher(const Kib& a, const Kib& b) {
+    return !a ? b : !b ? a : std::max(*a, *b);
+}
+
+// At most `max_points` points, each standing for an equal span of ticks: min and max over the
+// span, the value at its last tick, partial if any tick was.
+std::vector<SeriesPoint> decimate(std::vector<SeriesPoint> points, std::size_t max_points) {
+    if (max_points == 0 || points.size() <= max_points) return points;
+    std::vector<SeriesPoint> out;
+    out.reserve(max_points);
+    for (std::size_t b = 0; b < max_points; ++b) {
+        const std::size_t first = b * points.size() / max_points;
+        const std::size_t end = (b + 1) * points.size() / max_points;
+        if (first == end) continue;
+        SeriesPoint p = points[first];
+        for (std::size_t i = first + 1; i < end; ++i) {
+            p.min = lower(p.min, points[i].min);
+            p.max = higher(p.max, points[i].max);
+            p.partial = p.partial || points[i].partial;
+        }
+        p.value = points[end - 1].value;
+        out.push_back(p);
+    }
+    return out;
+}
+
+} // namespace
+
+FigureSource source_of(Figure figure) {
+    return entry(figure).source;
+}
+std::string_view to_string(Figure figure) {
+    return entry(figure).name;
+}
+std::optional<Figure> figure_from_string(std::string_view name) {
+    for (const FigureName& f : figure_names)
+        if (f.name == name) return f.figure;
+    return std::nullopt;
+}
+
+bool Selector::selects(const ProcessInfo& p) const {
+    switch (kind) {
+    case Kind::tree:
+        return true;
+    case Kind::process:
+        return p.id == process_id;
+    case Kind::slot:
+        return p.role == Role::worker && p.slot == slot;
+    case Kind::role:
+        return p.role == role;
+    }
+    return false;
+}
+
+Series series(const RecordingData& data, const SeriesQuery& q) {
+    Series out{q.figure, {}, {}, 0};
+    std::vector<SeriesPoint> points;
+    const Figure f = q.figure;
+    const FigureSource source = source_of(f);
+    if (source == FigureSource::fast || source == FigureSource::rollup) {
+        std::unordered_set<std::int64_t> selected;
+        for (const ProcessInfo& p : data.processes)
+            if (q.selector.selects(p)) selected.insert(p.id);
+        points = source == FigureSource::fast
+                     ? tick_sums(data.fast, selected, q,
+                                 [f](const FastSample& s) { return fast_figure(s, f); })
+                     : tick_sums(data.rollup, selected, q,
+                                 [f](const RollupSample& s) { return rollup_figure(s, f); });
+    } else if (source == FigureSource::cgroup) {
+        points = direct(data.cgroup, q, [f](const CgroupSample& s) { return cgroup_figure(s, f); });
+    } else {
+        points = direct(data.system, q, [f](const SystemSample& s) { return system_figure(s, f); });
+    }
+    for (const SeriesPoint& p : points)
+        if (p.value && (!out.peak || *p.value > *out.peak)) {
+            out.peak = p.value;
+            out.peak_ms = p.t_ms;
+        }
+    out.points = decimate(std::move(points), q.max_points);
+    return out;
+}
+
+} // namespace loaderlens

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// What a recording holds, as plain rows: all of it (a finished file read once) or what is new
+// since a reader's cursor (Recording::read_new). The analysis layer works on this, whichever it is.
+#pragma once
+
+#include "loaderlens/loader_run.hpp"
+#include "loaderlens/residency.hpp"
+#include "loaderlens/types.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loaderlens {
+
+template <typename Sample> struct Timed {
+    std::int64_t t_ms;
+    Sample sample;
+};
+
+struct ObjectInfo {
+    std::int64_t id = 0;
+    MappingKind kind = MappingKind::file;
+    std::string path;
+    std::uint64_t inode = 0;
+    std::optional<std::int64_t> size_bytes;
+};
+
+struct MapRow {
+    std::int64_t t_ms = 0, process_id = 0, object_id = 0;
+    MappedObject figures; // kind/path/inode left empty: see objects
+};
+
+struct RecordingData {
+    // The whole meta table, when it changed (a live reader gets it again at each change).
+    std::map<std::string, std::string> meta;
+    // Processes born or changed (exit, role, slot, rename) since the cursor, by id, in id order.
+    std::vector<ProcessInfo> processes;
+    std::vector<ObjectInfo> objects;
+    // Sample rows in the order they were written: one tier run's rows share a t_ms and are
+    // contiguous; each table's runs come in time order.
+    std::vector<Timed<FastSample>> fast;
+    std::vector<Timed<RollupSample>> rollup;
+    std::vector<MapRow> maps;
+    std::vector<Timed<CgroupSample>> cgroup;
+    std::vector<Timed<SystemSample>> system;
+    std::vector<Marker> markers;
+    std::vector<Timed<Unavailability>> unavailable;
+    std::vector<Timed<TierStat>> tier_stats;
+    // Residency: every bucket vector filled in, also where the recording stored "unchanged".
+    std::vector<ResidencyFile> residency_files;
+    std::vector<Timed<CacheResidency>> cache_residency;
+    std::vector<Timed<MappedResidency>> mapped_residency;
+    // The reference loader's account so far: epochs and progress new since the cursor, workers
+    // new or changed; config, status and message from meta (empty unless `loaderlens replay`).
+    LoaderRun loader;
+
+    bool empty() const;
+    // Folds a later read into this one: rows appended; processes and loader workers that changed
+    // replace the earlier row of the same id; meta and the loader's status taken when present.
+    void append(RecordingData&& newer);
+};
+
+} // namespace loaderlens

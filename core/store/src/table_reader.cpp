@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+#include "table_reader.hpp"
+
+#include "recording_read.hpp"
+#include "recording_tables.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace loaderlens {
+
+bool TableReader::has(const char* table) const {
+    return schema_ >= recording_tables::table(table).since;
+}
+
+template <typename Decode>
+void TableReader::select(const char* table, const char* where, std::int64_t value,
+                         const char* order, Decode&& decode) {
+    if (!has(table)) return;
+    const std::string key = std::string(table) + where + order;
+    auto it = statements_.find(key);
+    if (it == statements_.end())
+        it = statements_
+                 .emplace(key,
+                          db_.prepare("SELECT " + recording_tables::select_columns(table, schema_) +
+                                      " FROM " + table + " WHERE " + where + " ORDER BY " + order))
+                 .first;
+    sql::Statement& q = it->second;
+    q.reset();
+    q.bind(1, value);
+    while (q.step())
+        decode(q);
+    q.reset();
+}
+
+template <typename Decode>
+void TableReader::past(Cursor& cursor, const char* table, Decode&& decode) {
+    std::int64_t& up_to = cursor.read_up_to[table];
+    select(table, "rowid > ?", up_to, "rowid", [&](sql::Statement& q) {
+        up_to = std::max(up_to, q.int64(0));
+        decode(q);
+    });
+}
+
+std::int64_t TableReader::last_rowid(const char* table) {
+    if (!has(table)) return 0;
+    auto q = db_.prepare(std::string("SELECT max(rowid) FROM ") + table);
+    q.step();
+    return q.optional_int64(0).value_or(0);
+}
+
+namespace {
+
+ProcessInfo decode_process(const sql::Statement& q) {
+    ProcessInfo p;
+    p.id = q.int64(1);
+    p.key = {static_cast<pid_t>(q.int64(2)), static_cast<std::uint64_t>(q.int64(3))};
+    p.ppid = static_cast<pid_t>(q.int64(4));
+    p.parent_id = q.int64(5);
+    p.comm = q.text(6);
+    p.cmdline = q.text(7);
+    p.role = role_from_string(q.text(8)).value_or(Role::helper);
+    p.slot = static_cast<int>(q.optional_int64(9).value_or(-1));
+    p.generation = static_cast<int>(q.optional_int64(10).value_or(-1));
+    p.birth_ms = q.int64(11);
+    p.exit_ms = q.optional_int64(12);
+    if (auto status = q.optional_int64(13)) p.exit_status = static_cast<int>(*status);
+    return p;
+}
+
+// Columns first..first+n-1 into `fields`, NULL as unavailable.
+template <std::size_t N>
+void optional_columns(const sql::Statement& q, int first, Kib* (&&fields)[N]) {
+    for (std::size_t i = 0; i < N; ++i)
+        *fields[i] = q.optional_int64(first + static_cast<int>(i));
+}
+
+} // namespace
+
+// Schema 4 gives each process row a revision, raised whenever the row is written: a reader gets
+// births and every later change (exit, role, slot, rename). Older files are read whole.
+void TableReader::processes(Cursor& cursor, RecordingData& out) {
+    const bool revisions = schema_ >= 4;
+    select("processes", revisions ? "revision > ?" : "? IS NOT NULL", cursor.process_revision, "id",
+           [&](sql::Statement& q) {
+               out.processes.push_back(decode_process(q));
+               if (revisions)
+                   cursor.process_revision = std::max(cursor.process_revision, q.int64(14));
+           });
+}
+
+void TableReader::objects(Cursor& cursor, RecordingData& out) {
+    past(cursor, "objects", [&](sql::Statement& q) {
+        const std::int64_t id = q.int64(1);
+        out.objects.push_back({id, mapping_kind_from_string(q.text(2)).value_or(MappingKind::other),
+                               checked_path(q.text(3), "objects", id),
+                               static_cast<std::uint64_t>(q.int64(4)), q.optional_int64(5)});
+    });
+}
+
+void TableReader::fast(Cursor& cursor, RecordingData& out) {
+    past(cursor, "fast_samples", [&](sql::Statement& q) {
+        FastSample s{.process_id = q.int64(2)};
+        optional_columns(q, 3, {&s.rss, &s.rss_anon, &s.rss_file, &s.rss_shmem, &s.swap});
+        out.fast.push_back({q.int64(1), s});
+    });
+}
+
+void TableReader::rollup(Cursor& cursor, RecordingData& out) {
+    past(cursor, "rollup_samples", [&](sql::Statement& q) {
+        RollupSample r;
+        r.process_id = q.int64(2);
+        optional_columns(q, 3,
+                         {&r.rss, &r.pss, &r.pss_anon, &r.pss_file, &r.pss_shmem, &r.shared_clean,
+                          &r.shared_dirty, &r.private_clean, &r.private_dirty, &r.swap, &r.swap_pss,
+                          &r.locked});
+        out.rollup.push_back({q.int64(1), r});
+    });
+}
+
+void TableReader::maps(Cursor& cursor, RecordingData& out) {
+    past(cursor, "map_samples", [&](sql::Statement& q) {
+        MapRow row{q.int64(1), q.int64(2), q.int64(3), {}};
+        auto& f = row.figures;
+        std::int64_t* fields[] = {&f.size_kb,          &f.rss_kb,          &f.pss_kb,
+                                  &f.shared_clean_kb,  &f.shared_dirty_kb, &f.private_clean_kb,
+                                  &f.private_dirty_kb, &f.swap_kb};
+        for (int i = 0; i < 8; ++i)
+            *fields[i] = q.int64(4 + i);
+        out.maps.push_back(row);
+    });
+}
+
+void TableReader::cgroup(Cursor& cursor, RecordingData& out) {
+    past(cursor, "cgroup_samples", [&](sql::Statement& q) {
+        CgroupSample c;
+        c.version = q.text(2);
+        c.path = q.text(3);
+        optional_columns(q, 4, {&c.usage, &c.peak, &c.limit});
+        c.unlimited = q.int64(7) != 0;
+        optional_columns(q, 8,
+                         {&c.anon, &c.file, &c.shmem, &c.file_mapped, &c.active_file,
+                          &c.inactive_file, &c.failcnt, &c.oom_kill});
+        out.cgroup.push_back({q.int64(1), c});
+    });
+}
+
+void TableReader::system(Cursor& cursor, RecordingData& out) {
+    past(cursor, "system_samples", [&](sql::Statement& q) {
+        SystemSample s;
+        optional_columns(q, 2,
+                         {&s.mem_total, &s.mem_available, &s.cached, &s.shmem, &s.dirty,
+                          &s.devshm_used, &s.devshm_size, &s.active_file, &s.inactive_file,
+                          &s.writeback, &s.kreclaimable});
+        out.system.push_back({q.int64(1), s});
+    });
+}
+
+void TableReader::markers(Cursor& cursor, RecordingData& out) {
+    past(cursor, "markers", [&](sql::Statement& q) {
+        out.markers.push_back({q.int64(1), q.text(2), q.text(3)});
+    });
+}
+
+void TableReader::unavailable(Cursor& cursor, RecordingData& out) {
+    past(cursor, "unavailable", [&](sql::Statement& q) {
+        out.unavailable.push_back({q.int64(1), {q.int64(2), q.text(3), q.text(4)}});
+    });
+}
+
+void TableReader::tier_stats(Cursor& cursor, RecordingData& out) {
+    past(cursor, "tier_stats", [&](sql::Statement& q) {
+        out.tier_stats.push_back(
+            {q.int64(1), {q.text(2), q.int64(3), q.real(4), static_cast<int>(q.int64(5))}});
+    });
+}
+
+void TableReader::meta(RecordingData& out) {
+    select("meta", "? IS NOT NULL", 0, "key",
+           [&](sql::Statement& q) { out.meta[q.text(1)] = q.text(2); });
+}
+
+void TableReader::loader(Cursor& cursor, RecordingData& out) {
+    LoaderRun& run = out.loader;
+    past(cursor, "loader_epochs", [&](sql::Statement& q) {
+        run.epochs.push_back({static_cast<int>(q.int64(1)), static_cast<int>(q.int64(2)),
+                              q.int64(3), q.int64(4), q.int64(5), q.int64(6), q.int64(7)});
+    });
+    past(cursor, "loader_workers", [&](sql::Statement& q) {
+        run.workers.push_back({static_cast<int>(q.int64(1)), static_cast<int>(q.int64(2)),
+                               static_cast<int>(q.int64(3)), q.int64(4), q.int64(5)});
+    });
+    past(cursor, "loader_progress", [&](sql::Statement& q) {
+        LoaderProgress p{q.int64(1),
+                         static_cast<int>(q.int64(2)),
+                         static_cast<int>(q.int64(3)),
+                         q.int64(4),
+                         q.int64(5),
+                         {}};
+        // One figure per worker, up to 4096 workers, is far below this: a longer text is damage.
+        constexpr std::size_t longest_workers = 128 * 1024;
+        if (const std::string text = q.text(6); text.size() > longest_workers)
+            throw sql::Error("loader_progress.workers of row " + std::to_string(q.int64(0)) +
+                                 " holds " + std::to_string(text.size()) +
+                                 " characters, more than one figure per worker of any loader",
+                             sql::error_mismatch);
+        try {
+            p.worker_distinct_bytes =
+                nlohmann::json::parse(q.text(6)).get<std::vector<std::int64_t>>();
+        } catch (const nlohmann::json::exception&) { // written by us; left empty if damaged
+        }
+        run.progress.push_back(std::move(p));
+    });
+}
+
+} // namespace loaderlens

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// Reads the rows of each recording table past a rowid into RecordingData (private to the store
+// layer; Recording::read_new drives it inside one read transaction). Columns by name, from
+// recording_tables.hpp; statements prepared once per table.
+#pragma once
+
+#include "loaderlens/cursor.hpp"
+#include "loaderlens/recording_data.hpp"
+#include "loaderlens/sqlite.hpp"
+
+#include <map>
+#include <string>
+
+namespace loaderlens {
+
+class TableReader {
+  public:
+    TableReader(sql::Database& db, std::int64_t schema) : db_(db), schema_(schema) {}
+
+    // Each reads what is past the cursor into `out` and moves the cursor past it.
+    void processes(Cursor& cursor, RecordingData& out);
+    void objects(Cursor& cursor, RecordingData& out);
+    void fast(Cursor& cursor, RecordingData& out);
+    void rollup(Cursor& cursor, RecordingData& out);
+    void maps(Cursor& cursor, RecordingData& out);
+    void cgroup(Cursor& cursor, RecordingData& out);
+    void system(Cursor& cursor, RecordingData& out);
+    void markers(Cursor& cursor, RecordingData& out);
+    void unavailable(Cursor& cursor, RecordingData& out);
+    void tier_stats(Cursor& cursor, RecordingData& out);
+    void loader(Cursor& cursor, RecordingData& out);
+    void meta(RecordingData& out);
+    // The highest rowid of `table` now (0 when empty or absent in this schema).
+    std::int64_t last_rowid(const char* table);
+
+  private:
+    // Runs SELECT rowid, <columns> FROM table WHERE <where> ORDER BY <order> with `value` bound,
+    // calling decode(statement) per row (column 0 is the rowid, the table's columns from 1).
+    template <typename Decode>
+    void select(const char* table, const char* where, std::int64_t value, const char* order,
+                Decode&& decode);
+    // Rows past the cursor's rowid of `table`, in rowid order; the cursor moves past them.
+    template <typename Decode> void past(Cursor& cursor, const char* table, Decode&& decode);
+    bool has(const char* table) const;
+
+    sql::Database& db_;
+    std::int64_t schema_;
+    std::map<std::string, sql::Statement> statements_;
+};
+
+} // namespace loaderlens
