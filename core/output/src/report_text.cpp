@@ -282,7 +282,12 @@ void append_loader(std::string& out, const ReportData& r) {
     if (get("reopen_each_epoch") == "true") extras += ", reopened each epoch";
     out += fmt::format("  buffers   batch buffers {} in /dev/shm{}\n",
                        config_bytes("batch_ring_bytes"), extras);
-    out += fmt::format("  status    {}{}\n", run.status.empty() ? "unknown" : run.status,
+    // No status yet: the loader is still running (its account so far), or it never said.
+    const std::string status = !run.status.empty() ? run.status
+                               : r.end.state == RecordingEnd::State::being_written
+                                   ? "running (epochs so far)"
+                                   : "unknown";
+    out += fmt::format("  status    {}{}\n", status,
                        run.message.empty() ? "" : ": " + run.message);
     out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
            "READ\n";
