@@ -85,6 +85,8 @@ const std::vector<Spec> all_specs = {
     {"report --json", "", K::path_in, {}},
     {"export", "", K::path_in, {}},
     {"export -o", "-o", K::path_out, {}},
+    {"tail", "", K::path_in, {}},
+    {"tail", "--interval", K::duration, {}},
 };
 
 // Stands for a case's own directory of special files in the catalogue's paths.
@@ -208,7 +210,7 @@ std::string HostileOptions::materialize(const std::string& text, const std::stri
 std::string HostileOptions::good_input_link(const Spec& spec) const {
     const std::string& special = special_prefix;
     if (spec.command == "load-lmdb") return special + "link-to-lmdb";
-    if (starts(spec.command, "report") || spec.command == "export")
+    if (starts(spec.command, "report") || spec.command == "export" || spec.command == "tail")
         return special + "link-to-recording";
     return special + "link-to-npy";
 }
@@ -264,6 +266,12 @@ std::vector<std::string> HostileOptions::argv_for(const Spec& spec, const std::s
         argv.insert(argv.end(), {"export", value});
     } else if (c == "export -o") {
         argv.insert(argv.end(), {"export", "--format", "json", "-o", value, inputs_.recording});
+    } else if (c == "tail") { // a finished recording: tail prints it and ends at once
+        argv.insert(argv.end(), {"tail", "--from-start"});
+        if (positional)
+            argv.push_back(value);
+        else
+            argv.insert(argv.end(), {spec.flag, value, inputs_.recording});
     }
     return argv;
 }
@@ -284,7 +292,8 @@ FuzzCase HostileOptions::make_case(const Spec& spec, const HostileValue& value, 
     // exit 1 (an error of the run, not of the input) is as right as a refusal.
     if (!value.must_refuse || spec.kind == K::path_out) command.refusal_codes = {1, 2};
     if (!spec.flag.empty()) command.names.push_back(spec.flag);
-    if (!starts(c, "load") && !starts(c, "report") && c != "export") command.names.push_back(out);
+    if (!starts(c, "load") && !starts(c, "report") && c != "export" && c != "tail")
+        command.names.push_back(out);
     if (spec.flag == "-o") command.names.push_back("--output");
     for (auto& form : name_forms(text))
         command.names.push_back(std::move(form));
