@@ -38,6 +38,10 @@ std::optional<std::int64_t> parse_size(const std::string& text);
 // alone would skip leading white space, and take a sign).
 bool starts_like_a_number(const std::string& text);
 
+// Why `file` cannot name a recording to read (empty: said with the name quoted, so that the line
+// names it), or nothing.
+std::optional<std::string> recording_name_problem(const std::string& file);
+
 // Prints "loaderlens: <message>" on stderr (one line).
 void print_error(const std::string& message);
 

@@ -61,4 +61,9 @@ std::optional<std::int64_t> parse_size(const std::string& text) {
     return std::nullopt;
 }
 
+std::optional<std::string> recording_name_problem(const std::string& file) {
+    if (file.empty()) return "\"\": the recording's file name is empty";
+    return std::nullopt;
+}
+
 } // namespace loaderlens::cli

@@ -14,12 +14,6 @@ namespace loaderlens::cli {
 
 namespace {
 
-// An empty name is no file; said with the name quoted, so that the line names it.
-std::optional<std::string> recording_name_problem(const std::string& file) {
-    if (file.empty()) return "\"\": the recording's file name is empty";
-    return std::nullopt;
-}
-
 // Why standard output must not take the output (it appends to the recording read: `report
 // run.db >> run.db`), or nothing.
 std::optional<std::string> stdout_problem(const InputFiles& inputs) {

@@ -68,6 +68,10 @@ Runner add_tail(CLI::App& app) {
     sub->add_flag("--from-start", o->from_start,
                   "Print what the recording holds already, then follow (default: from now)");
     return [o] {
+        if (auto problem = recording_name_problem(o->file)) {
+            print_error(*problem);
+            return exit_bad_input;
+        }
         const auto interval_us = parse_duration_us(o->interval);
         if (!interval_us || *interval_us < 100'000 || *interval_us > 60'000'000) {
             print_error("--interval " + o->interval + ": not a duration from 100ms to 1min");
