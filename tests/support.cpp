@@ -212,6 +212,25 @@ pid_t fork_paused() {
     return pid;
 }
 
+pid_t fork_paused_nobody() {
+    int ready[2];
+    if (pipe(ready) != 0) throw std::runtime_error("pipe failed");
+    const pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+        if (write(ready[1], "x", 1) != 1) _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char byte = 0;
+    const bool became_nobody = read(ready[0], &byte, 1) == 1;
+    close(ready[0]);
+    if (!became_nobody) throw std::runtime_error("the child could not become nobody");
+    return pid;
+}
+
 std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,
                                      milliseconds timeout) {
     const auto deadline = steady_clock::now() + timeout;

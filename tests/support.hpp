@@ -89,6 +89,8 @@ class ForkGuard {
 
 // Forks a child that waits in pause() until it is killed (and dies with the calling thread).
 pid_t fork_paused();
+// The same, as user nobody (uid and gid 65534; needs root): returns once the child is nobody.
+pid_t fork_paused_nobody();
 
 // Tracks the tree below `root` (root included) until `expected` processes are live.
 std::vector<ProcessInfo> track_until(TreeTracker& tracker, std::size_t expected,

@@ -20,25 +20,6 @@ namespace {
 const std::vector<std::string> as_nobody{"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup",
                                          "--clear-groups"};
 
-// A child that becomes user nobody (so that root may record it), then waits until killed.
-pid_t fork_nobody() {
-    int ready[2];
-    BOOST_REQUIRE(pipe(ready) == 0);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
-        if (write(ready[1], "x", 1) != 1) _exit(1);
-        for (;;)
-            pause();
-    }
-    close(ready[1]);
-    char byte = 0;
-    BOOST_REQUIRE(read(ready[0], &byte, 1) == 1);
-    close(ready[0]);
-    return pid;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(attach_owner)
@@ -75,7 +56,7 @@ BOOST_AUTO_TEST_CASE(root_records_another_users_process, *LOADERLENS_MAY_SKIP) {
                       InCi::must_have))
         return;
     TempDir dir;
-    ForkGuard target(fork_nobody());
+    ForkGuard target(fork_paused_nobody());
     Child recorder({cli_path(), "record", "-q", "-o", dir.file("nobody.db"), "--pid",
                     std::to_string(target.pid())});
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

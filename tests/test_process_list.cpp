@@ -183,21 +183,8 @@ BOOST_AUTO_TEST_CASE(cpu_over_the_interval_against_stat) {
 // The owner read directly, and a user's name: a child that became nobody.
 BOOST_AUTO_TEST_CASE(owner_of_another_users_process, *LOADERLENS_MAY_SKIP) {
     if (!precondition(geteuid() == 0, "needs root to become nobody", InCi::must_have)) return;
-    int ready[2];
-    BOOST_REQUIRE(pipe(ready) == 0);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
-        if (write(ready[1], "x", 1) != 1) _exit(1);
-        for (;;)
-            pause();
-    }
+    const pid_t pid = fork_paused_nobody();
     ForkGuard child(pid);
-    close(ready[1]);
-    char byte = 0;
-    BOOST_REQUIRE(read(ready[0], &byte, 1) == 1);
-    close(ready[0]);
     const auto owner = read_process_owner(pid);
     BOOST_REQUIRE(owner.has_value());
     BOOST_TEST(owner->real == 65534u);

@@ -145,7 +145,7 @@ Recording::Recording(const std::string& path) : path_(path) {
                 (missing_wal_.empty() ? "" : "; " + missing_wal_ + " is missing beside it"));
         recording_schema::check(*db_, path, schema);
         tables_ = std::make_unique<TableReader>(*db_, schema_);
-        residency_ = std::make_unique<ResidencyDecoder>(*db_, schema_);
+        residency_ = std::make_unique<ResidencyDecoder>(*db_, *tables_, schema_);
         finished(); // a state that is none of ours is damage, said now rather than mid-report
     } catch (const sql::Error& e) {
         throw RecordingError(path + ": " + describe_sql_error(e));

@@ -2,7 +2,7 @@
 #include "residency_decoder.hpp"
 
 #include "recording_read.hpp"
-#include "recording_tables.hpp"
+#include "table_reader.hpp"
 
 #include <bit>
 #include <cstring>
@@ -63,12 +63,7 @@ void ResidencyDecoder::read(Cursor& cursor, RecordingData& out) {
 }
 
 void ResidencyDecoder::files(Cursor& cursor, RecordingData& out) {
-    std::int64_t& up_to = cursor.read_up_to["residency_files"];
-    auto q = db_.prepare("SELECT " + recording_tables::select_columns("residency_files", schema_) +
-                         " FROM residency_files WHERE rowid > ? ORDER BY rowid");
-    q.bind(1, up_to);
-    while (q.step()) {
-        up_to = std::max(up_to, q.int64(0));
+    tables_.past(cursor, "residency_files", [&](sql::Statement& q) {
         ResidencyFile f;
         f.id = q.int64(1);
         f.path = checked_path(q.text(2), "residency_files", f.id);
@@ -95,7 +90,7 @@ void ResidencyDecoder::files(Cursor& cursor, RecordingData& out) {
         f.first_ms = q.int64(12);
         cursor.residency_files[f.id] = f;
         out.residency_files.push_back(std::move(f));
-    }
+    });
 }
 
 namespace {
@@ -124,13 +119,8 @@ BucketCounts ResidencyDecoder::stored_before(const char* table, const char* colu
 }
 
 void ResidencyDecoder::cache(Cursor& cursor, RecordingData& out) {
-    std::int64_t& up_to = cursor.read_up_to["cache_residency"];
-    auto q = db_.prepare("SELECT " + recording_tables::select_columns("cache_residency", schema_) +
-                         " FROM cache_residency WHERE rowid > ? ORDER BY rowid");
-    q.bind(1, up_to);
-    while (q.step()) {
+    tables_.past(cursor, "cache_residency", [&](sql::Statement& q) {
         const std::int64_t rowid = q.int64(0), t = q.int64(1);
-        up_to = std::max(up_to, rowid);
         CacheResidency c;
         c.file_id = q.int64(2);
         const ResidencyFile& file = file_of(cursor, c.file_id, "cache_residency");
@@ -144,26 +134,21 @@ void ResidencyDecoder::cache(Cursor& cursor, RecordingData& out) {
                 stored_before("cache_residency", "buckets", "file_id = ?", rowid, file);
         c.buckets = cached->second;
         if (c.totals.evicted) {
-            auto [evicted, new_series] = cursor.evicted_buckets.try_emplace(c.file_id);
+            auto [evicted, new_evicted] = cursor.evicted_buckets.try_emplace(c.file_id);
             if (!q.is_null(9))
                 evicted->second = decode(q.blob(9), file, "cache_residency", "evicted_buckets");
-            else if (new_series)
+            else if (new_evicted)
                 evicted->second =
                     stored_before("cache_residency", "evicted_buckets", "file_id = ?", rowid, file);
             c.evicted_buckets = evicted->second;
         }
         out.cache_residency.push_back({t, std::move(c)});
-    }
+    });
 }
 
 void ResidencyDecoder::mapped(Cursor& cursor, RecordingData& out) {
-    std::int64_t& up_to = cursor.read_up_to["mapped_residency"];
-    auto q = db_.prepare("SELECT " + recording_tables::select_columns("mapped_residency", schema_) +
-                         " FROM mapped_residency WHERE rowid > ? ORDER BY rowid");
-    q.bind(1, up_to);
-    while (q.step()) {
+    tables_.past(cursor, "mapped_residency", [&](sql::Statement& q) {
         const std::int64_t rowid = q.int64(0), t = q.int64(1);
-        up_to = std::max(up_to, rowid);
         MappedResidency m{.file_id = q.int64(2), .process_id = q.int64(3)};
         const ResidencyFile& file = file_of(cursor, m.file_id, "mapped_residency");
         m.mapped_pages = q.int64(4);
@@ -177,7 +162,7 @@ void ResidencyDecoder::mapped(Cursor& cursor, RecordingData& out) {
                               rowid, file, m.process_id);
         m.buckets = buckets->second;
         out.mapped_residency.push_back({t, std::move(m)});
-    }
+    });
 }
 
 } // namespace loaderlens

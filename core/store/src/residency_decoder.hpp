@@ -15,7 +15,9 @@ class TableReader;
 
 class ResidencyDecoder {
   public:
-    ResidencyDecoder(sql::Database& db, std::int64_t schema) : db_(db), schema_(schema) {}
+    // Reads the tables through `tables` (the Recording's, whose statements stay prepared).
+    ResidencyDecoder(sql::Database& db, TableReader& tables, std::int64_t schema)
+        : db_(db), tables_(tables), schema_(schema) {}
     void read(Cursor& cursor, RecordingData& out);
 
   private:
@@ -28,6 +30,7 @@ class ResidencyDecoder {
                                std::int64_t process_id = -1);
 
     sql::Database& db_;
+    TableReader& tables_;
     std::int64_t schema_;
 };
 

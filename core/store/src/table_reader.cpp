@@ -13,10 +13,7 @@ bool TableReader::has(const char* table) const {
     return schema_ >= recording_tables::table(table).since;
 }
 
-template <typename Decode>
-void TableReader::select(const char* table, const char* where, std::int64_t value,
-                         const char* order, Decode&& decode) {
-    if (!has(table)) return;
+sql::Statement& TableReader::statement(const char* table, const char* where, const char* order) {
     const std::string key = std::string(table) + where + order;
     auto it = statements_.find(key);
     if (it == statements_.end())
@@ -25,21 +22,7 @@ void TableReader::select(const char* table, const char* where, std::int64_t valu
                           db_.prepare("SELECT " + recording_tables::select_columns(table, schema_) +
                                       " FROM " + table + " WHERE " + where + " ORDER BY " + order))
                  .first;
-    sql::Statement& q = it->second;
-    q.reset();
-    q.bind(1, value);
-    while (q.step())
-        decode(q);
-    q.reset();
-}
-
-template <typename Decode>
-void TableReader::past(Cursor& cursor, const char* table, Decode&& decode) {
-    std::int64_t& up_to = cursor.read_up_to[table];
-    select(table, "rowid > ?", up_to, "rowid", [&](sql::Statement& q) {
-        up_to = std::max(up_to, q.int64(0));
-        decode(q);
-    });
+    return it->second;
 }
 
 std::int64_t TableReader::last_rowid(const char* table) {

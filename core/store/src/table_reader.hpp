@@ -8,6 +8,7 @@
 #include "loaderlens/recording_data.hpp"
 #include "loaderlens/sqlite.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -33,14 +34,32 @@ class TableReader {
     // The highest rowid of `table` now (0 when empty or absent in this schema).
     std::int64_t last_rowid(const char* table);
 
+    // Rows past the cursor's rowid of `table`, in rowid order, each handed to decode(statement)
+    // (column 0 is the rowid, the table's columns from 1); the cursor moves past them.
+    template <typename Decode> void past(Cursor& cursor, const char* table, Decode&& decode) {
+        std::int64_t& up_to = cursor.read_up_to[table];
+        select(table, "rowid > ?", up_to, "rowid", [&](sql::Statement& q) {
+            up_to = std::max(up_to, q.int64(0));
+            decode(q);
+        });
+    }
+
   private:
     // Runs SELECT rowid, <columns> FROM table WHERE <where> ORDER BY <order> with `value` bound,
-    // calling decode(statement) per row (column 0 is the rowid, the table's columns from 1).
+    // calling decode(statement) per row.
     template <typename Decode>
     void select(const char* table, const char* where, std::int64_t value, const char* order,
-                Decode&& decode);
-    // Rows past the cursor's rowid of `table`, in rowid order; the cursor moves past them.
-    template <typename Decode> void past(Cursor& cursor, const char* table, Decode&& decode);
+                Decode&& decode) {
+        if (!has(table)) return;
+        sql::Statement& q = statement(table, where, order);
+        q.reset();
+        q.bind(1, value);
+        while (q.step())
+            decode(q);
+        q.reset();
+    }
+    // SELECT rowid, <columns> FROM table WHERE <where> ORDER BY <order>, prepared once.
+    sql::Statement& statement(const char* table, const char* where, const char* order);
     bool has(const char* table) const;
 
     sql::Database& db_;
