@@ -2,7 +2,7 @@
 // Read errors met through a cursor are RecordingError naming the file (never sql::Error): damage
 // written into an open recording between two polls (Python's sqlite3 writes it, as another
 // program would), and a residency BLOB of the wrong length met by a reader that starts mid-file
-// and looks back for its keyframe.
+// and looks back for its keyframe. And a recording of an older schema read through a cursor.
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/sqlite.hpp"
@@ -109,6 +109,44 @@ BOOST_AUTO_TEST_CASE(a_damaged_keyframe_found_from_mid_file_is_a_recording_error
     write_ticks(recorder, 42, 1);
     python_write(path, "UPDATE cache_residency SET buckets = x'0102' WHERE rowid = 33");
     require_recording_error([&] { damaged_reading.read_new(damaged); }, path);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(older_schemas)
+
+// A schema-3 recording (made from a new one by dropping what schema 4 added, with SQLite itself
+// through Python): read whole and through a cursor alike, the new system figures unavailable.
+BOOST_AUTO_TEST_CASE(a_schema_3_recording_reads_through_the_cursor) {
+    TempDir dir;
+    const std::string path = dir.file("old.db");
+    {
+        Recorder recorder(path, false);
+        write_ticks(recorder, 0, 3);
+        SampleBatch system;
+        system.t_ms = 300;
+        system.system = SystemSample{.mem_total = 1000, .active_file = 5};
+        recorder.write(system);
+        recorder.finish("finished", 400);
+    }
+    python_write(path, "ALTER TABLE processes DROP COLUMN revision");
+    for (const char* column :
+         {"active_file_kb", "inactive_file_kb", "writeback_kb", "kreclaimable_kb"})
+        python_write(path, std::string("ALTER TABLE system_samples DROP COLUMN ") + column);
+    python_write(path, "PRAGMA user_version = 3");
+    Recording old(path);
+    BOOST_TEST(old.schema() == 3);
+    Cursor cursor;
+    RecordingData seen = old.read_new(cursor);
+    seen.append(old.read_new(cursor)); // processes come again (no revisions): replaced, not added
+    const RecordingData full = old.read_all();
+    BOOST_REQUIRE_EQUAL(seen.processes.size(), 1u);
+    BOOST_TEST(full.processes.size() == 1u);
+    BOOST_TEST(seen.fast.size() == 3u);
+    BOOST_TEST(seen.cache_residency.size() == 3u);
+    BOOST_REQUIRE_EQUAL(full.system.size(), 1u);
+    BOOST_TEST(*full.system[0].sample.mem_total == 1000);
+    BOOST_TEST(!full.system[0].sample.active_file.has_value()); // not in schema 3: unavailable
 }
 
 BOOST_AUTO_TEST_SUITE_END()
