@@ -123,6 +123,8 @@ template <typename Row, typename Get>
 std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
                                    const std::unordered_set<std::int64_t>& selected,
                                    const SeriesQuery& q, Get get) {
+    // The whole tree: every row counts, no lookup per row (a 1 h x 32-worker report sums 1.2 M).
+    const bool whole_tree = q.selector.kind == Selector::Kind::tree;
     std::vector<SeriesPoint> out;
     std::size_t i = 0;
     while (i < rows.size()) {
@@ -130,7 +132,8 @@ std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
         SeriesPoint point{t, {}, {}, {}, false};
         bool any = false;
         for (; i < rows.size() && rows[i].t_ms == t; ++i) {
-            if (t < q.from_ms || t > q.to_ms || !selected.contains(rows[i].sample.process_id))
+            if (t < q.from_ms || t > q.to_ms ||
+                (!whole_tree && !selected.contains(rows[i].sample.process_id)))
                 continue;
             any = true;
             if (const Kib value = get(rows[i].sample))
@@ -221,8 +224,9 @@ Series series(const RecordingData& data, const SeriesQuery& q) {
     const FigureSource source = source_of(f);
     if (source == FigureSource::fast || source == FigureSource::rollup) {
         std::unordered_set<std::int64_t> selected;
-        for (const ProcessInfo& p : data.processes)
-            if (q.selector.selects(p)) selected.insert(p.id);
+        if (q.selector.kind != Selector::Kind::tree)
+            for (const ProcessInfo& p : data.processes)
+                if (q.selector.selects(p)) selected.insert(p.id);
         points = source == FigureSource::fast
                      ? tick_sums(data.fast, selected, q,
                                  [f](const FastSample& s) { return fast_figure(s, f); })

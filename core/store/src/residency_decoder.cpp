@@ -147,6 +147,11 @@ void ResidencyDecoder::cache(Cursor& cursor, RecordingData& out) {
 }
 
 void ResidencyDecoder::mapped(Cursor& cursor, RecordingData& out) {
+    const std::int64_t last = tables_.last_rowid("mapped_residency");
+    if (last > cursor.read_up_to["mapped_residency"])
+        out.mapped_residency.reserve(
+            out.mapped_residency.size() +
+            static_cast<std::size_t>(last - cursor.read_up_to["mapped_residency"]));
     tables_.past(cursor, "mapped_residency", [&](sql::Statement& q) {
         const std::int64_t rowid = q.int64(0), t = q.int64(1);
         MappedResidency m{.file_id = q.int64(2), .process_id = q.int64(3)};

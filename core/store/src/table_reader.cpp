@@ -82,27 +82,27 @@ void TableReader::objects(Cursor& cursor, RecordingData& out) {
 }
 
 void TableReader::fast(Cursor& cursor, RecordingData& out) {
-    past(cursor, "fast_samples", [&](sql::Statement& q) {
+    past(cursor, "fast_samples", out.fast, [&](sql::Statement& q) {
         FastSample s{.process_id = q.int64(2)};
         optional_columns(q, 3, {&s.rss, &s.rss_anon, &s.rss_file, &s.rss_shmem, &s.swap});
-        out.fast.push_back({q.int64(1), s});
+        return Timed<FastSample>{q.int64(1), s};
     });
 }
 
 void TableReader::rollup(Cursor& cursor, RecordingData& out) {
-    past(cursor, "rollup_samples", [&](sql::Statement& q) {
+    past(cursor, "rollup_samples", out.rollup, [&](sql::Statement& q) {
         RollupSample r;
         r.process_id = q.int64(2);
         optional_columns(q, 3,
                          {&r.rss, &r.pss, &r.pss_anon, &r.pss_file, &r.pss_shmem, &r.shared_clean,
                           &r.shared_dirty, &r.private_clean, &r.private_dirty, &r.swap, &r.swap_pss,
                           &r.locked});
-        out.rollup.push_back({q.int64(1), r});
+        return Timed<RollupSample>{q.int64(1), r};
     });
 }
 
 void TableReader::maps(Cursor& cursor, RecordingData& out) {
-    past(cursor, "map_samples", [&](sql::Statement& q) {
+    past(cursor, "map_samples", out.maps, [&](sql::Statement& q) {
         MapRow row{q.int64(1), q.int64(2), q.int64(3), {}};
         auto& f = row.figures;
         std::int64_t* fields[] = {&f.size_kb,          &f.rss_kb,          &f.pss_kb,
@@ -110,7 +110,7 @@ void TableReader::maps(Cursor& cursor, RecordingData& out) {
                                   &f.private_dirty_kb, &f.swap_kb};
         for (int i = 0; i < 8; ++i)
             *fields[i] = q.int64(4 + i);
-        out.maps.push_back(row);
+        return row;
     });
 }
 
