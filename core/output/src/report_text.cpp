@@ -287,8 +287,7 @@ void append_loader(std::string& out, const ReportData& r) {
                                : r.end.state == RecordingEnd::State::being_written
                                    ? "running (epochs so far)"
                                    : "unknown";
-    out += fmt::format("  status    {}{}\n", status,
-                       run.message.empty() ? "" : ": " + run.message);
+    out += fmt::format("  status    {}{}\n", status, run.message.empty() ? "" : ": " + run.message);
     out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
            "READ\n";
     for (const LoaderEpoch& e : run.epochs) {
