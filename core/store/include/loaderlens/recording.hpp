@@ -45,6 +45,8 @@ struct RecordingEnd {
     bool file_system_full = false;
 };
 
+// One thread at a time per Recording (its SQLite connection is opened without SQLite's own lock);
+// a reader on another thread opens its own.
 class Recording {
   public:
     // Throws RecordingError with a one-line reason: missing, not SQLite, not a recording, a newer
