@@ -6,11 +6,35 @@
 #include <fcntl.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace loaderlens {
 
 using nlohmann::json;
+
+namespace {
+
+// An integer field of an event. Anything else (a float such as 1e308, which get<int64_t> would
+// convert with undefined behaviour; text; null) makes the line unreadable.
+template <typename T> T whole(const json& event, const char* key) {
+    const json& value = event.at(key);
+    if (!value.is_number_integer()) throw std::invalid_argument(key);
+    return value.get<T>();
+}
+
+std::vector<std::int64_t> whole_numbers(const json& event, const char* key) {
+    const json& values = event.at(key);
+    if (!values.is_array()) throw std::invalid_argument(key);
+    std::vector<std::int64_t> out;
+    for (const json& value : values) {
+        if (!value.is_number_integer()) throw std::invalid_argument(key);
+        out.push_back(value.get<std::int64_t>());
+    }
+    return out;
+}
+
+} // namespace
 
 void add_loader_event(const std::string& line, const RecordingClock& clock, LoaderRun& run) {
     if (line.empty()) return;
@@ -20,23 +44,22 @@ void add_loader_event(const std::string& line, const RecordingClock& clock, Load
         if (kind == "config") {
             run.config_json = line;
         } else if (kind == "worker") {
-            run.workers.push_back({event.at("worker").get<int>(), event.at("generation").get<int>(),
-                                   event.at("epoch").get<int>(),
-                                   event.at("pid").get<std::int64_t>(),
-                                   clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>())});
+            run.workers.push_back({whole<int>(event, "worker"), whole<int>(event, "generation"),
+                                   whole<int>(event, "epoch"), whole<std::int64_t>(event, "pid"),
+                                   clock.boot_ns_to_ms(whole<std::int64_t>(event, "boot_ns"))});
         } else if (kind == "epoch") {
-            run.epochs.push_back(
-                {event.at("epoch").get<int>(), event.at("generation").get<int>(),
-                 clock.boot_ns_to_ms(event.at("start_boot_ns").get<std::int64_t>()),
-                 clock.boot_ns_to_ms(event.at("end_boot_ns").get<std::int64_t>()),
-                 event.at("samples").get<std::int64_t>(), event.at("batches").get<std::int64_t>(),
-                 event.at("bytes_read").get<std::int64_t>()});
+            run.epochs.push_back({whole<int>(event, "epoch"), whole<int>(event, "generation"),
+                                  clock.boot_ns_to_ms(whole<std::int64_t>(event, "start_boot_ns")),
+                                  clock.boot_ns_to_ms(whole<std::int64_t>(event, "end_boot_ns")),
+                                  whole<std::int64_t>(event, "samples"),
+                                  whole<std::int64_t>(event, "batches"),
+                                  whole<std::int64_t>(event, "bytes_read")});
         } else if (kind == "progress") {
-            run.progress.push_back({clock.boot_ns_to_ms(event.at("boot_ns").get<std::int64_t>()),
-                                    event.at("epoch").get<int>(), event.at("generation").get<int>(),
-                                    event.at("bytes_read").get<std::int64_t>(),
-                                    event.at("distinct_bytes").get<std::int64_t>(),
-                                    event.at("workers").get<std::vector<std::int64_t>>()});
+            run.progress.push_back({clock.boot_ns_to_ms(whole<std::int64_t>(event, "boot_ns")),
+                                    whole<int>(event, "epoch"), whole<int>(event, "generation"),
+                                    whole<std::int64_t>(event, "bytes_read"),
+                                    whole<std::int64_t>(event, "distinct_bytes"),
+                                    whole_numbers(event, "workers")});
         } else if (kind == "end") {
             run.status = event.at("status").get<std::string>();
             run.message = event.value("message", "");
@@ -44,6 +67,8 @@ void add_loader_event(const std::string& line, const RecordingClock& clock, Load
             ++run.unreadable_lines;
         }
     } catch (const json::exception&) {
+        ++run.unreadable_lines;
+    } catch (const std::invalid_argument&) {
         ++run.unreadable_lines;
     }
 }

@@ -187,11 +187,14 @@ void TableReader::loader(Cursor& cursor, RecordingData& out) {
                                  " holds " + std::to_string(text.size()) +
                                  " characters, more than one figure per worker of any loader",
                              sql::error_mismatch);
-        try {
-            p.worker_distinct_bytes =
-                nlohmann::json::parse(q.text(6)).get<std::vector<std::int64_t>>();
-        } catch (const nlohmann::json::exception&) { // written by us; left empty if damaged
-        }
+        // Written by us as an array of integers; anything else is left empty (unavailable). A
+        // float such as 1e308 must not reach get<int64_t>, which would convert it with UB.
+        const auto workers = nlohmann::json::parse(q.text(6), nullptr, false);
+        if (workers.is_array() &&
+            std::all_of(workers.begin(), workers.end(),
+                        [](const nlohmann::json& v) { return v.is_number_integer(); }))
+            for (const nlohmann::json& v : workers)
+                p.worker_distinct_bytes.push_back(v.get<std::int64_t>());
         run.progress.push_back(std::move(p));
     });
 }
