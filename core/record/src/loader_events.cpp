@@ -4,7 +4,6 @@
 #include "loaderlens/loader_events.hpp"
 
 #include <fcntl.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <unistd.h>
@@ -71,14 +70,6 @@ void add_loader_event(const std::string& line, const RecordingClock& clock, Load
     } catch (const std::invalid_argument&) {
         ++run.unreadable_lines;
     }
-}
-
-LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock) {
-    LoaderRun run;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);)
-        add_loader_event(line, clock, run);
-    return run;
 }
 
 LoaderRun LoaderEventTail::poll(const RecordingClock& clock, bool at_end) {

@@ -9,10 +9,6 @@
 
 namespace loaderlens {
 
-// Reads the loader's events file. A missing file gives an empty run; a line that is not a loader
-// event is counted in unreadable_lines and skipped.
-LoaderRun read_loader_events(const std::string& path, const RecordingClock& clock);
-
 // Adds one line of the events file to `run` (a line that is no loader event: unreadable_lines).
 void add_loader_event(const std::string& line, const RecordingClock& clock, LoaderRun& run);
 
