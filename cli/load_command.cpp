@@ -80,6 +80,7 @@ Runner add_load(CLI::App& app) {
         if (!options) return exit_bad_input;
         options->markers_path = environment("LOADERLENS_MARKERS");
         options->events_path = environment("LOADERLENS_LOADER_EVENTS");
+        options->sampled_path = environment("LOADERLENS_SAMPLED");
         try {
             if (auto problem = dataset_bounds_problem(
                     *options, probes::inspect_dataset(options->dataset, options->record_bytes))) {

@@ -239,6 +239,9 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             sidecar_variables.push_back("LOADERLENS_MARKERS");
             request.sidecar_suffixes.push_back(".markers");
         }
+        // Where the recorder says that a marker's sample was taken (core's SampleAck).
+        sidecar_variables.push_back("LOADERLENS_SAMPLED");
+        request.sidecar_suffixes.push_back(".sampled");
         for (const auto& [variable, suffix] : o.sidecar_variables) {
             sidecar_variables.push_back(variable);
             request.sidecar_suffixes.push_back(suffix);
@@ -285,6 +288,8 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             environment.emplace_back(sidecar_variables[i], created.sidecars[i].path());
             if (sidecar_variables[i] == "LOADERLENS_LOADER_EVENTS")
                 session_options.loader_events_path = created.sidecars[i].path();
+            if (sidecar_variables[i] == "LOADERLENS_SAMPLED")
+                session_options.sampled_path = created.sidecars[i].path();
         }
         Launched launched =
             launch(o.command, environment, {.die_with_parent = o.command_dies_with_recorder});

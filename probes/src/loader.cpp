@@ -97,7 +97,8 @@ class Loader {
 
 Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const BufferPlan& plan)
     : o_(options), layout_(layout), workers_(options.pattern.workers), in_flight_(plan.in_flight),
-      slot_bytes_(plan.slot_bytes), events_(options.markers_path, options.events_path),
+      slot_bytes_(plan.slot_bytes),
+      events_(options.markers_path, options.events_path, options.sampled_path),
       progress_(layout.record_count, layout.record_bytes, workers_),
       // Built before the dataset is opened and the workers fork, as a Dataset's __init__ would.
       heap_(options.cow_heap_mib > 0
@@ -291,6 +292,9 @@ LoaderSummary Loader::run() {
         else if (o_.reopen_each_epoch && epoch > 0)
             reader_.reopen();
         summary_.epochs.push_back(run_epoch(epoch, generation));
+        // Workers about to exit: let the recorder take its epoch-end sample of them first.
+        const bool workers_exit = workers_ > 0 && (!o_.persistent || epoch + 1 == o_.epochs);
+        if (workers_exit) events_.wait_until_sampled(summary_.epochs.back().end_boot_ns);
         if (workers_ > 0 && !o_.persistent) pool_->stop();
         sleep_us(o_.epoch_pause_ms * 1000);
     }

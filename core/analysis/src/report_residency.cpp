@@ -160,6 +160,16 @@ summarize_residency(const Recording& recording, const RecordingData& data,
         it->present.offer(m.present_pages, t);
         it->final_present = m.present_pages;
         it->mapped_pages = std::max(it->mapped_pages, m.mapped_pages);
+        const Kib rss = saturating_mul(m.present_pages, s->file.page_size) / 1024;
+        it->rss.offer(rss, t);
+        it->final_rss = rss;
+        it->pss.offer(m.pss_kb, t);
+        it->final_pss = m.pss_kb;
+        auto most = [](std::optional<std::int32_t>& seen, std::optional<std::int32_t> now) {
+            if (now && (!seen || *now > *seen)) seen = now;
+        };
+        most(it->outside_sharers, m.outside_sharers);
+        most(it->outside_unreadable, m.outside_unreadable);
     }
     const std::string data_file = loader_data_file(loader);
     for (auto& s : out) {

@@ -143,6 +143,8 @@ void export_csv(const Recording& recording, std::ostream& out) {
         const ResidencyFile* f = file_of(m.file_id);
         const std::string path = f ? f->path : "?";
         csv.row(t, "pagemap", m.process_id, path, "present", pages_kib(m.file_id, m.present_pages));
+        // Present pages divided among the tree's sharers: computed, not read (docs/figures.md).
+        if (m.pss_kb) csv.row(t, "pagemap-computed", m.process_id, path, "pss", m.pss_kb);
     }
     for (const auto& [t, s] : data.system) {
         csv.row(t, "meminfo", 0, "", "mem_available", s.mem_available);

@@ -4,6 +4,7 @@
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace loaderlens {
@@ -92,7 +93,8 @@ void append_residency(std::string& out, const ReportData& r) {
         return it == r.meta.end() ? std::string("unavailable (never read)") : it->second;
     };
     out += fmt::format("Page-cache residency (page cache: cachestat(2) or mincore(2); present "
-                       "pages: /proc/PID/pagemap via {})\n",
+                       "pages: /proc/PID/pagemap via {}; computed RSS and PSS of a file: its "
+                       "present pages, each divided by the tree's processes that have it)\n",
                        meta("residency_pagemap_method"));
     for (const FileResidencySummary& s : r.residency) {
         const std::int64_t bucket_bytes =
@@ -104,14 +106,31 @@ void append_residency(std::string& out, const ReportData& r) {
         out += fmt::format("  {}  ({}, {}{})\n", s.file.path, shape, to_string(s.file.method),
                            s.file.requested ? ", followed on request" : "");
         append_cache(out, s);
+        std::int32_t outside = 0, unreadable = 0;
         for (const auto& per : s.processes) {
             const ProcessInfo* p = find_process(r.processes, per.process_id);
             const std::string who =
                 p ? fmt::format("{} pid {}", process_label(*p), p->key.pid) : "?";
-            out += fmt::format("      {:<30} present peak {:<16} final {}\n", who,
+            out += fmt::format("      {:<30} present peak {:<16} final {}", who,
                                pages_peak(per.present, s.file.layout.file_pages),
                                percent(per.final_present, s.file.layout.file_pages));
+            if (per.pss.value)
+                out += fmt::format("   RSS peak {}, PSS peak {} (computed)", kib(per.rss.value),
+                                   kib(per.pss.value));
+            out += "\n";
+            outside = std::max(outside, per.outside_sharers.value_or(0));
+            unreadable = std::max(unreadable, per.outside_unreadable.value_or(0));
         }
+        if (outside > 0)
+            out += fmt::format("      computed PSS too large: up to {} process(es) outside the "
+                               "tree also mapped this file, and their shares are not divided "
+                               "out\n",
+                               outside);
+        else if (unreadable > 0)
+            out += fmt::format("      computed PSS: {} process(es) outside the tree could not be "
+                               "looked at (another user's); if one maps this file, the PSS is "
+                               "too large\n",
+                               unreadable);
         if (s.loader_data_file) append_loader_view(out, s);
     }
     out += "\n";

@@ -58,10 +58,21 @@ json residency_summary(const FileResidencySummary& s) {
     out["writeback_peak"] = pages_peak(s.writeback);
     out["processes"] = json::array();
     for (const auto& p : s.processes)
-        out["processes"].push_back({{"process_id", p.process_id},
-                                    {"present_peak", pages_peak(p.present)},
-                                    {"final_present_pages", p.final_present},
-                                    {"mapped_pages", p.mapped_pages}});
+        out["processes"].push_back(
+            {{"process_id", p.process_id},
+             {"present_peak", pages_peak(p.present)},
+             {"final_present_pages", p.final_present},
+             {"mapped_pages", p.mapped_pages},
+             {"computed",
+              {{"source", "pagemap"},
+               {"rss_peak_kb", optional(p.rss.value)},
+               {"rss_peak_ms", p.rss.value ? json(p.rss.t_ms) : json(nullptr)},
+               {"pss_peak_kb", optional(p.pss.value)},
+               {"pss_peak_ms", p.pss.value ? json(p.pss.t_ms) : json(nullptr)},
+               {"final_rss_kb", optional(p.final_rss)},
+               {"final_pss_kb", optional(p.final_pss)},
+               {"outside_sharers", optional(p.outside_sharers)},
+               {"outside_unreadable", optional(p.outside_unreadable)}}}});
     if (s.loader_data_file) {
         json loader{{"cached_before_pages", optional(s.cached_before)},
                     {"checkpoints", json::array()},

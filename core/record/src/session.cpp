@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ctime>
 #include <set>
+#include <utility>
 
 namespace loaderlens {
 
@@ -42,7 +43,11 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
       residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
-    if (options_.markers_path) markers_.emplace(*options_.markers_path);
+    if (options_.markers_path) {
+        markers_.emplace(*options_.markers_path);
+        marker_watch_.emplace(*options_.markers_path, options_.marker_wake);
+    }
+    if (options_.sampled_path) sample_ack_.emplace(*options_.sampled_path);
     if (options_.loader_events_path) loader_events_.emplace(*options_.loader_events_path);
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
                                    &cgroup_problem_);
@@ -61,11 +66,38 @@ void Session::start() {
     deep_thread_ = std::thread([this] { deep_loop(); });
 }
 
-bool Session::sleep_until(std::int64_t due_ms) {
+bool Session::sleep_until(std::int64_t due_ms, bool deep_request) {
     std::unique_lock lock(wake_mutex_);
     const auto wait =
         std::chrono::milliseconds(std::max<std::int64_t>(0, due_ms - clock_.now_ms()));
-    return !wake_.wait_for(lock, wait, [this] { return stopping_.load(); });
+    wake_.wait_for(lock, wait, [&] {
+        return stopping_.load() || (deep_request && deep_request_boot_ns_ != 0);
+    });
+    return !stopping_.load();
+}
+
+bool Session::wait_fast(std::int64_t due_ms, std::vector<Marker>& markers) {
+    if (!marker_watch_ || !marker_watch_->active()) return sleep_until(due_ms);
+    // A new complete line in the marker file ends the wait early: the caller runs the fast tier
+    // at once, with those markers, and keeps its regular schedule. A write that completed no
+    // line (half a line, a close) does not, and neither does a wake a little before `due_ms`
+    // (poll(2) counts whole ms: it would run the tier early, then again at `due_ms`).
+    for (;;) {
+        if (stopping_.load()) return false;
+        const std::int64_t left = due_ms - clock_.now_ms();
+        if (left <= 0) return true;
+        if (marker_watch_->wait(left) != MarkerWatch::Wake::file_changed) continue;
+        markers = markers_->poll(clock_);
+        if (!markers.empty()) return !stopping_.load();
+    }
+}
+
+void Session::request_deep_sample() {
+    {
+        std::lock_guard lock(wake_mutex_);
+        deep_request_boot_ns_ = boottime_ns();
+    }
+    wake_.notify_all();
 }
 
 void Session::push(SampleBatch&& batch) {
@@ -106,7 +138,12 @@ void Session::fast_run(SampleBatch& batch) {
     total_rss_ = batch.fast.empty() ? -1 : total;
     processes_ = static_cast<int>(live.size());
     tree_gone_ = live.empty(); // also when the root was gone before the first scan
-    if (markers_) batch.markers = markers_->poll(clock_);
+    if (markers_) {            // after those that woke this run, if any
+        std::vector<Marker> more = markers_->poll(clock_);
+        batch.markers.insert(batch.markers.end(), more.begin(), more.end());
+    }
+    const bool marker_wants_sample =
+        !batch.markers.empty() && marker_watch_ && marker_watch_->active();
     if (loader_events_) batch.loader = loader_events_->poll(clock_, stopping_.load());
 
     // Publish the tree for the deep thread only after the births are queued, so their process
@@ -131,18 +168,28 @@ void Session::fast_run(SampleBatch& batch) {
     note_tier(batch, "fast", fast_interval_, count);
     note_tier(batch, "cgroup", cgroup_interval_, count);
     push(std::move(batch));
-    std::lock_guard lock(snapshot_mutex_);
-    snapshot_ = std::move(snapshot);
+    {
+        std::lock_guard lock(snapshot_mutex_);
+        snapshot_ = std::move(snapshot);
+    }
+    // After the snapshot: the deep run it asks for sees the tree of this very tick.
+    if (marker_wants_sample) request_deep_sample();
 }
 
 void Session::fast_loop() {
     std::int64_t due = clock_.now_ms();
+    std::vector<Marker> woken_by;
     do {
         SampleBatch batch;
+        batch.markers = std::move(woken_by);
+        woken_by.clear();
         fast_run(batch);
-        due += fast_interval_.interval_ms();
-        due = std::max(due, clock_.now_ms()); // never try to catch up after a stall
-    } while (sleep_until(due));
+        // A run woken early by a marker leaves the regular schedule as it was.
+        if (clock_.now_ms() >= due) {
+            due += fast_interval_.interval_ms();
+            due = std::max(due, clock_.now_ms()); // never try to catch up after a stall
+        }
+    } while (wait_fast(due, woken_by));
 }
 
 std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& batch,
@@ -186,11 +233,21 @@ void Session::deep_loop() {
     std::vector<ProcessInfo> previous;
     std::int64_t next_rollup = clock_.now_ms(), next_maps = next_rollup,
                  next_residency = next_rollup;
+    std::int64_t last_requested_run = -options_.marker_sample_gap_ms;
     // Wait for the first tree scan so that the first deep run has processes to look at.
     sleep_until(clock_.now_ms() + 20);
     for (;;) {
         const std::int64_t now = clock_.now_ms();
-        const DeepTiers due{now >= next_rollup, now >= next_maps, now >= next_residency};
+        std::int64_t requested_boot_ns = 0;
+        if (now - last_requested_run >= options_.marker_sample_gap_ms) {
+            std::lock_guard lock(wake_mutex_);
+            requested_boot_ns = std::exchange(deep_request_boot_ns_, 0);
+        }
+        DeepTiers due{now >= next_rollup, now >= next_maps, now >= next_residency};
+        if (requested_boot_ns != 0) {
+            due = {true, true, true}; // a marker: every tier, now
+            last_requested_run = now;
+        }
         if (due.rollup || due.maps || due.residency) {
             SampleBatch batch;
             auto sampled = deep_run(batch, due);
@@ -204,8 +261,18 @@ void Session::deep_loop() {
             forget_missing(rollup_, previous, *sampled);
             forget_missing(residency_, previous, *sampled);
             previous = *sampled;
+            if (requested_boot_ns != 0 && sample_ack_) sample_ack_->write(requested_boot_ns);
         }
-        if (!sleep_until(std::min({next_rollup, next_maps, next_residency}))) break;
+        std::int64_t wake_at = std::min({next_rollup, next_maps, next_residency});
+        // A request within the gap after the last one waits for the gap's end, not longer.
+        bool pending = false;
+        {
+            std::lock_guard lock(wake_mutex_);
+            pending = deep_request_boot_ns_ != 0;
+        }
+        if (pending)
+            wake_at = std::min(wake_at, last_requested_run + options_.marker_sample_gap_ms);
+        if (!sleep_until(wake_at, !pending)) break;
     }
 }
 
@@ -237,6 +304,7 @@ void Session::stop() {
         stopping_ = true;
     }
     wake_.notify_all();
+    if (marker_watch_) marker_watch_->interrupt();
     if (fast_thread_.joinable()) fast_thread_.join();
     if (deep_thread_.joinable()) deep_thread_.join();
     // A last look at everything, so that the final figures and the exits are in the recording.
@@ -244,6 +312,7 @@ void Session::stop() {
     fast_run(last);
     SampleBatch deep;
     deep_run(deep, {true, true, true});
+    if (sample_ack_ && !last.markers.empty()) sample_ack_->write(boottime_ns());
     pump();
     if (write_error().empty() && !residency_.pagemap_method().empty()) {
         try {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/residency_sampler.hpp"
 
+#include "loaderlens/page_sharing.hpp"
 #include "loaderlens/proc_text.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,8 +168,58 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         }
     }
 
+    look_for_outside_sharers(live);
+    run_rows_.clear();
+    bitmaps_used_ = 0;
     for (const auto& [info, mappings] : all)
         sample_process(*info, mappings, out, problems);
+    share_pages(out);
+}
+
+void ResidencySampler::look_for_outside_sharers(const std::vector<ProcessInfo>& live) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    if (last_outside_look_ms_ && now - *last_outside_look_ms_ < options_.outside_look_ms) return;
+    std::set<FileKey> files;
+    for (const auto& [key, tracked] : tracked_)
+        if (tracked.file.inode != 0) files.insert(key);
+    if (files.empty()) return; // nothing to look for yet: look again at the next run
+    std::set<pid_t> tree;
+    for (const ProcessInfo& info : live)
+        tree.insert(info.key.pid);
+    outside_ = count_outside_sharers(tree, files);
+    last_outside_look_ms_ = now;
+}
+
+std::vector<std::uint64_t>& ResidencySampler::take_bitmap(std::size_t words) {
+    if (bitmaps_used_ == bitmaps_.size()) bitmaps_.emplace_back();
+    std::vector<std::uint64_t>& bits = bitmaps_[bitmaps_used_++];
+    bits.assign(words, 0);
+    return bits;
+}
+
+void ResidencySampler::share_pages(ResidencySample& out) {
+    const double page_kb = static_cast<double>(page_size_) / 1024.0;
+    for (const auto& [tracked, rows] : run_rows_) {
+        std::vector<const std::uint64_t*> bitmaps;
+        for (const auto& [row, bitmap] : rows)
+            bitmaps.push_back(bitmaps_[bitmap].data());
+        const std::size_t words = bitmaps_[rows.front().second].size();
+        const std::vector<double> pages = proportional_pages(bitmaps, words);
+        std::optional<std::int32_t> sharers, unreadable;
+        if (last_outside_look_ms_) {
+            auto it = outside_.sharers.find({tracked->file.device, tracked->file.inode});
+            sharers = it == outside_.sharers.end() ? 0 : it->second;
+            unreadable = outside_.unreadable;
+        }
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            MappedResidency& m = out.mapped[rows[i].first];
+            m.pss_kb = std::llround(pages[i] * page_kb);
+            m.outside_sharers = sharers;
+            m.outside_unreadable = unreadable;
+        }
+    }
 }
 
 ResidencySampler::Tracked* ResidencySampler::find(const FileMapping& m) {
@@ -215,7 +268,9 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
     for (const auto& [tracked, file_mappings] : by_file) {
         const ResidencyFile& file = tracked->file;
         const std::int64_t file_pages = file.layout.file_pages;
-        present_bits_.assign(static_cast<std::size_t>(file_pages / 64 + 1), 0);
+        const std::size_t bitmap = bitmaps_used_;
+        std::vector<std::uint64_t>& present_bits =
+            take_bitmap(static_cast<std::size_t>(file_pages / 64 + 1));
         bool ok = true;
         for (const FileMapping* m : file_mappings) {
             const std::int64_t first_page = static_cast<std::int64_t>(m->offset) / page_size_;
@@ -227,12 +282,13 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
                     const std::int64_t last =
                         first + static_cast<std::int64_t>(end - start) / page_size_;
                     if (first < file_pages)
-                        set_bits(present_bits_, first, std::min(last, file_pages));
+                        set_bits(present_bits, first, std::min(last, file_pages));
                 },
                 m->shared);
             if (!ok) break;
         }
         if (!ok) {
+            --bitmaps_used_; // the process has no row in this run
             if (!process_gone(state.reader.error()))
                 problems.push_back(
                     {info.id, "residency", unavailable_reason("pagemap", state.reader.error())});
@@ -243,10 +299,11 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
         row.buckets.resize(static_cast<std::size_t>(file.layout.count));
         for (int b = 0; b < file.layout.count; ++b) {
             const std::int64_t first = file.layout.first_page(b);
-            const auto n = count_bits(present_bits_, first, first + file.layout.pages_in(b));
+            const auto n = count_bits(present_bits, first, first + file.layout.pages_in(b));
             row.buckets[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(n);
             row.present_pages += n;
         }
+        run_rows_[tracked].emplace_back(out.mapped.size(), bitmap);
         out.mapped.push_back(std::move(row));
         now_mapped.insert(file.id);
         pagemap_method_ = to_string(state.reader.method());
@@ -260,7 +317,8 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
                 out.mapped.push_back({.file_id = id,
                                       .process_id = info.id,
                                       .buckets = BucketCounts(
-                                          static_cast<std::size_t>(tracked.file.layout.count), 0)});
+                                          static_cast<std::size_t>(tracked.file.layout.count), 0),
+                                      .pss_kb = 0});
     }
     state.mapped_files = std::move(now_mapped);
 }

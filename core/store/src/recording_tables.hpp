@@ -16,8 +16,9 @@ namespace loaderlens::recording_tables {
 
 // 2: loader_epochs, loader_workers; 3: loader_progress, residency_files, cache_residency,
 // mapped_residency; 4: processes.revision (raised each time a row is written), four
-// system_samples columns, bucket keyframes in the residency tables.
-inline constexpr int schema_version = 4;
+// system_samples columns, bucket keyframes in the residency tables; 5: mapped_residency's
+// computed PSS and outside sharers.
+inline constexpr int schema_version = 5;
 
 struct Column {
     const char* name;
@@ -194,7 +195,10 @@ inline const std::vector<Table>& all() {
           {"process_id", "INTEGER NOT NULL"},
           {"mapped_pages", "INTEGER NOT NULL"},
           {"present_pages", "INTEGER NOT NULL"},
-          {"buckets", "BLOB"}}},
+          {"buckets", "BLOB"},
+          {"pss_kb", "INTEGER", 5},
+          {"outside_sharers", "INTEGER", 5},
+          {"outside_unreadable", "INTEGER", 5}}},
         {"tier_stats",
          1,
          {{"t_ms", "INTEGER NOT NULL"},

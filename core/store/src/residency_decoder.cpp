@@ -5,6 +5,7 @@
 #include "table_reader.hpp"
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 
 namespace loaderlens {
@@ -18,6 +19,15 @@ namespace {
 constexpr std::int64_t max_buckets = 65536;
 // Sizes a recorder can have written: below 2^62 bytes, pages of at most 1 GiB (a huge page).
 constexpr std::int64_t max_size_bytes = std::int64_t{1} << 62, max_page_size = 1 << 30;
+
+// A count of processes: NULL, or 0 .. 2^31-1 (more is damage, not a count a recorder wrote).
+std::optional<std::int32_t> narrow(const Kib& stored) {
+    if (!stored) return std::nullopt;
+    if (*stored < 0 || *stored > INT32_MAX)
+        throw sql::Error("mapped_residency: a process count of " + std::to_string(*stored),
+                         sql::error_mismatch);
+    return static_cast<std::int32_t>(*stored);
+}
 
 // A stored bucket vector; its length must be the file's bucket count (a BLOB of another length
 // is damage, and reading past the shorter of two vectors was a heap over-read).
@@ -166,6 +176,9 @@ void ResidencyDecoder::mapped(Cursor& cursor, RecordingData& out) {
                 stored_before("mapped_residency", "buckets", "file_id = ? AND process_id = ?",
                               rowid, file, m.process_id);
         m.buckets = buckets->second;
+        m.pss_kb = q.optional_int64(7);
+        m.outside_sharers = narrow(q.optional_int64(8));
+        m.outside_unreadable = narrow(q.optional_int64(9));
         out.mapped_residency.push_back({t, std::move(m)});
     });
 }

@@ -7,6 +7,12 @@
 
 namespace loaderlens {
 
+namespace {
+Kib widen(const std::optional<std::int32_t>& count) {
+    return count ? Kib(*count) : Kib();
+}
+} // namespace
+
 static_assert(std::endian::native == std::endian::little,
               "bucket BLOBs are little-endian int32 (docs/recording.md)");
 
@@ -59,7 +65,8 @@ void ResidencyWriter::write(std::int64_t t_ms, const ResidencySample& sample) {
         mapped_.bind(1, t_ms).bind(2, m.file_id).bind(3, m.process_id);
         mapped_.bind(4, m.mapped_pages).bind(5, m.present_pages);
         bind_buckets(mapped_, 6, m.buckets, last_mapped_[{m.file_id, m.process_id}]);
-        mapped_.run();
+        mapped_.bind(7, m.pss_kb).bind(8, widen(m.outside_sharers));
+        mapped_.bind(9, widen(m.outside_unreadable)).run();
     }
 }
 

@@ -68,6 +68,13 @@ struct FileResidencySummary {
         std::int64_t process_id = 0;
         Peak present; // pages
         std::int64_t final_present = 0, mapped_pages = 0;
+        // The process's memory of this file computed from pagemap at the residency rate: RSS =
+        // present pages; PSS = present pages divided among the tree's sharers (schema >= 5).
+        Peak rss, pss;
+        Kib final_rss, final_pss;
+        // The most processes outside the tree seen mapping the file, and not looked at: with
+        // either above 0, the computed PSS may be too large (empty: never looked).
+        std::optional<std::int32_t> outside_sharers, outside_unreadable;
     };
     std::vector<PerProcess> processes;
     // replay only: the loader's dataset file

@@ -16,9 +16,11 @@
 #include "loaderlens/loader_events.hpp"
 #include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/marker_tail.hpp"
+#include "loaderlens/marker_watch.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/residency_sampler.hpp"
 #include "loaderlens/rollup_sampler.hpp"
+#include "loaderlens/sample_ack.hpp"
 #include "loaderlens/system_sampler.hpp"
 #include "loaderlens/tree_tracker.hpp"
 
@@ -40,6 +42,13 @@ struct SessionOptions {
     double cpu_budget = 0.05; // of one core, for all tiers together
     std::int64_t maps_min_file_kb = 1024;
     std::optional<std::string> markers_path;
+    // A marker wakes the fast thread at once (inotify) and asks for a sample of every tier, at
+    // most one such sample per `marker_sample_gap_ms`. false: markers are read at the next tick
+    // and sample nothing extra (what happens anyway where inotify is unavailable).
+    bool marker_wake = true;
+    std::int64_t marker_sample_gap_ms = 250;
+    // LOADERLENS_SAMPLED: where to say that a marker's sample was taken (SampleAck).
+    std::optional<std::string> sampled_path;
     // The reference loader's events file (replay): tailed like the markers, written as it comes.
     std::optional<std::string> loader_events_path;
 };
@@ -84,7 +93,12 @@ class Session {
     // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
     void note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
                    int processes);
-    bool sleep_until(std::int64_t due_ms);
+    // Sleeps until `due_ms`, stop() (false) or, with `deep_request`, a marker's request for a
+    // sample of every tier.
+    bool sleep_until(std::int64_t due_ms, bool deep_request = false);
+    // The fast thread's sleep: also ends when the marker file gains lines (`markers`).
+    bool wait_fast(std::int64_t due_ms, std::vector<Marker>& markers);
+    void request_deep_sample();
 
     SessionOptions options_;
     Recorder& recorder_;
@@ -97,6 +111,8 @@ class Session {
     MapsSampler maps_;
     ResidencySampler residency_;
     std::optional<MarkerTail> markers_;
+    std::optional<MarkerWatch> marker_watch_;
+    std::optional<SampleAck> sample_ack_;
     std::optional<LoaderEventTail> loader_events_;
     std::optional<CgroupLocation> cgroup_;
     std::string cgroup_problem_;
@@ -114,6 +130,9 @@ class Session {
 
     std::mutex wake_mutex_;
     std::condition_variable wake_;
+    // Under wake_mutex_: CLOCK_BOOTTIME of the newest marker read that asked for a sample of
+    // every tier and has not had it yet (0: none).
+    std::int64_t deep_request_boot_ns_ = 0;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> tree_gone_{false};
     std::atomic<std::int64_t> total_rss_{-1}, total_pss_{-1};

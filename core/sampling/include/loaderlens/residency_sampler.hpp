@@ -8,12 +8,14 @@
 // (locale archives and other system data every process maps), plus `files` always.
 #pragma once
 
+#include "loaderlens/outside_sharers.hpp"
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/pagemap.hpp"
 #include "loaderlens/residency.hpp"
 #include "loaderlens/sampler_problems.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -27,6 +29,9 @@ struct ResidencyOptions {
     std::vector<std::string> files;                    // followed even when no process maps them
     CacheMethod cache_method = CacheMethod::cachestat; // cachestat falls back to mincore
     bool allow_pagemap_scan = true;                    // false: read 8-byte pagemap entries
+    // How often to look for processes outside the tree that map a followed file
+    // (outside_sharers.hpp); the computed PSS rows carry what the last look found.
+    std::int64_t outside_look_ms = 5000;
 };
 
 class ResidencySampler {
@@ -57,6 +62,10 @@ class ResidencySampler {
     void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
                         ResidencySample& out, Problems& problems);
+    void look_for_outside_sharers(const std::vector<ProcessInfo>& live);
+    // Fills pss_kb and the outside sharers of this run's rows, file by file.
+    void share_pages(ResidencySample& out);
+    std::vector<std::uint64_t>& take_bitmap(std::size_t words);
 
     ResidencyOptions options_;
     std::int64_t page_size_;
@@ -65,7 +74,14 @@ class ResidencySampler {
     std::map<ProcessKey, ProcessState> processes_;
     std::int64_t next_file_id_ = 1;
     std::string pagemap_method_;
-    std::vector<std::uint64_t> present_bits_; // scratch: one bit per file page
+    // This run's present-page bitmaps (one bit per file page), one per row it wrote, kept until
+    // every process is read so that a page's sharers can be counted; reused from run to run.
+    std::vector<std::vector<std::uint64_t>> bitmaps_;
+    std::size_t bitmaps_used_ = 0;
+    // Per followed file: this run's rows (index in out.mapped, index in bitmaps_).
+    std::map<const Tracked*, std::vector<std::pair<std::size_t, std::size_t>>> run_rows_;
+    std::optional<std::int64_t> last_outside_look_ms_;
+    OutsideSharerCount outside_;
 };
 
 } // namespace loaderlens

@@ -58,6 +58,7 @@ struct LoaderOptions {
     std::int64_t epoch_pause_ms = 0;         // pause after each epoch (validation, checkpointing)
     std::optional<std::string> markers_path; // LOADERLENS_MARKERS
     std::optional<std::string> events_path;  // LOADERLENS_LOADER_EVENTS
+    std::optional<std::string> sampled_path; // LOADERLENS_SAMPLED
 };
 
 // Bad options or a dataset the loader cannot use (found before anything runs).

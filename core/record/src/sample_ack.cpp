@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#include "loaderlens/sample_ack.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace loaderlens {
+
+SampleAck::SampleAck(const std::string& path) {
+    // O_NOFOLLOW: the sidecar was made by us; a link put in its place is not followed.
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+SampleAck::~SampleAck() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void SampleAck::write(std::int64_t marker_read_boot_ns) {
+    if (fd_ < 0) return;
+    const std::string n = std::to_string(marker_read_boot_ns);
+    const std::string line = n + " " + n + "\n";
+    // Same length or longer than the last line (the numbers only grow): no stale tail remains.
+    if (::pwrite(fd_, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) {
+        ::close(fd_); // a full disk or a removed file: stop trying, the program stops waiting
+        fd_ = -1;
+    }
+}
+
+} // namespace loaderlens

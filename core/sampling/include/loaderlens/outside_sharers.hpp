@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// Processes outside the recorded tree that map a followed data file. The residency tier divides
+// a file's pages only among the tree's processes (page_sharing.hpp); a page also mapped by an
+// outside process counts more to the tree than the kernel's PSS gives it, so each computed PSS
+// row carries how many outside processes mapped the file at the last look.
+//
+// One look reads /proc/PID/maps of every process on the machine (~20-50 µs each, docs/figures.md);
+// the residency tier takes one every few seconds, not every sample.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <sys/types.h>
+#include <utility>
+
+namespace loaderlens {
+
+struct OutsideSharerCount {
+    // Per file (device, inode): processes outside the tree that map it.
+    std::map<std::pair<std::uint64_t, std::uint64_t>, int> sharers;
+    // Processes whose maps could not be read (another user's, without root): any of them may
+    // map a file too, so a count of 0 is then "none that could be seen".
+    int unreadable = 0;
+};
+
+// Looks at every process but those in `tree` and this one.
+OutsideSharerCount
+count_outside_sharers(const std::set<pid_t>& tree,
+                      const std::set<std::pair<std::uint64_t, std::uint64_t>>& files);
+
+} // namespace loaderlens
