@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/page_cache.hpp"
 
+#include "cachestat_buckets.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -130,7 +132,12 @@ PageCacheProbe& PageCacheProbe::operator=(PageCacheProbe&& other) noexcept {
     inode_ = other.inode_;
     mapping_ = std::exchange(other.mapping_, nullptr);
     mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
+    buckets_ = std::move(other.buckets_);
     return *this;
+}
+
+int PageCacheProbe::cachestat_calls() const {
+    return buckets_ ? buckets_->calls() : 0;
 }
 
 void PageCacheProbe::close_all() {
@@ -161,40 +168,43 @@ std::optional<CacheCounts> PageCacheProbe::read(const BucketLayout& layout, Buck
 std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& layout,
                                                           BucketCounts& cached,
                                                           BucketCounts* evicted) {
-    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    CacheCounts totals{
-        .cached = 0, .dirty = 0, .writeback = 0, .evicted = 0, .recently_evicted = 0};
-    if (evicted) evicted->assign(static_cast<std::size_t>(layout.count), 0);
-    // One call per bucket: the kernel walks only that range of the page cache, so the buckets
-    // cost about what one whole-file call costs plus a syscall each.
-    for (int b = 0; b < layout.count; ++b) {
+    const auto page = static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+    if (!buckets_) buckets_ = std::make_unique<CachestatBuckets>();
+    const CachestatBuckets::Read call = [this](std::uint64_t offset, std::uint64_t length,
+                                               RangeCounts& out) {
         Cachestat cs{};
-        const auto offset = static_cast<std::uint64_t>(layout.first_page(b)) * page;
-        const auto length = static_cast<std::uint64_t>(layout.pages_in(b)) * page;
-        if (call_cachestat(fd_, offset, length, cs) != 0) {
-            const int error = errno;
-            // Refused although the call works on our own memfd: the kernel's rule says no, and
-            // mincore would then claim every page resident. Unavailable, never a false 100%.
-            if (error == EPERM) {
-                problem_ = "cachestat on " + path_ +
-                           ": not permitted (the kernel shows a page cache only to the file's "
-                           "owner, a user who may write it, or CAP_FOWNER)";
-                close_all();
-                return std::nullopt;
-            }
-            problem_ = "cachestat on " + path_ + ": " + errno_text(error);
+        if (call_cachestat(fd_, offset, length, cs) != 0) return false;
+        out = {static_cast<std::int64_t>(cs.nr_cache), static_cast<std::int64_t>(cs.nr_dirty),
+               static_cast<std::int64_t>(cs.nr_writeback), static_cast<std::int64_t>(cs.nr_evicted),
+               static_cast<std::int64_t>(cs.nr_recently_evicted)};
+        return true;
+    };
+    if (!buckets_->refresh(layout, page, call)) {
+        const int error = errno;
+        // Refused although the call works on our own memfd: the kernel's rule says no, and
+        // mincore would then claim every page resident. Unavailable, never a false 100%.
+        if (error == EPERM) {
+            problem_ = "cachestat on " + path_ +
+                       ": not permitted (the kernel shows a page cache only to the file's "
+                       "owner, a user who may write it, or CAP_FOWNER)";
+            close_all();
             return std::nullopt;
         }
-        cached[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_cache);
-        if (evicted)
-            (*evicted)[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(cs.nr_evicted);
-        totals.cached += static_cast<std::int64_t>(cs.nr_cache);
-        *totals.dirty += static_cast<std::int64_t>(cs.nr_dirty);
-        *totals.writeback += static_cast<std::int64_t>(cs.nr_writeback);
-        *totals.evicted += static_cast<std::int64_t>(cs.nr_evicted);
-        *totals.recently_evicted += static_cast<std::int64_t>(cs.nr_recently_evicted);
+        problem_ = "cachestat on " + path_ + ": " + errno_text(error);
+        return std::nullopt;
     }
-    return totals;
+    if (evicted) evicted->assign(static_cast<std::size_t>(layout.count), 0);
+    const std::vector<RangeCounts>& counts = buckets_->buckets();
+    for (std::size_t b = 0; b < counts.size(); ++b) {
+        cached[b] = static_cast<std::int32_t>(counts[b].cached);
+        if (evicted) (*evicted)[b] = static_cast<std::int32_t>(counts[b].evicted);
+    }
+    const RangeCounts total = buckets_->total();
+    return CacheCounts{.cached = total.cached,
+                       .dirty = total.dirty,
+                       .writeback = total.writeback,
+                       .evicted = total.evicted,
+                       .recently_evicted = total.recently_evicted};
 }
 
 std::optional<CacheCounts> PageCacheProbe::read_mincore(const BucketLayout& layout,

@@ -11,10 +11,13 @@
 #include "loaderlens/residency.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace loaderlens {
+
+class CachestatBuckets; // the counts kept between cachestat samples (src/cachestat_buckets.hpp)
 
 class PageCacheProbe {
   public:
@@ -39,8 +42,11 @@ class PageCacheProbe {
 
     // Cached pages per bucket (and, with cachestat, evicted pages per bucket) plus the totals,
     // which are the sums over the buckets. Empty when unavailable; problem() then says why.
+    // With cachestat, a read re-reads only the buckets whose counts moved since the last one.
     std::optional<CacheCounts> read(const BucketLayout& layout, BucketCounts& cached,
                                     BucketCounts* evicted = nullptr);
+    // cachestat(2) calls the last read made (0 with mincore).
+    int cachestat_calls() const;
 
   private:
     std::optional<CacheCounts> read_cachestat(const BucketLayout& layout, BucketCounts& cached,
@@ -57,6 +63,7 @@ class PageCacheProbe {
     std::uint64_t device_ = 0, inode_ = 0;
     void* mapping_ = nullptr; // mincore only
     std::size_t mapping_bytes_ = 0;
+    std::unique_ptr<CachestatBuckets> buckets_; // cachestat only
 };
 
 // Whether cachestat(2) can be used: probed once on a memfd of our own, so false both on kernels
