@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -211,6 +212,11 @@ TargetTree::TargetTree(const std::string& file, int workers, std::chrono::second
         close(ready[0]);
         setpgid(0, 0);
         die_with_parent(bench, ready[1]);
+        // A name of its own, inherited by the workers: tools that select processes by name
+        // (smem -P) then find exactly this tree and not the bench that forked it.
+        char name[16];
+        std::snprintf(name, sizeof name, "lltree-%d", static_cast<int>(getpid()));
+        prctl(PR_SET_NAME, name);
         if (workers == 0) map_and_touch(file_c, ready[1]);
         const pid_t self = getpid();
         for (int i = 0; i < workers; ++i) {
@@ -253,6 +259,10 @@ TargetTree::TargetTree(const std::string& file, int workers, std::chrono::second
         stop();
         throw SetupError(failure);
     }
+}
+
+std::string TargetTree::comm() const {
+    return "lltree-" + std::to_string(leader_);
 }
 
 TargetTree::~TargetTree() {

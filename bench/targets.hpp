@@ -65,6 +65,8 @@ class TargetTree {
     TargetTree& operator=(const TargetTree&) = delete;
 
     pid_t leader() const { return leader_; }
+    // The name (comm) of the leader and its workers: "lltree-<leader pid>".
+    std::string comm() const;
     int processes() const { return workers_ + 1; }
 
   private:

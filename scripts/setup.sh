@@ -12,11 +12,14 @@ packages=(
   libboost-test-dev libbenchmark-dev
   qt6-base-dev libqcustomplot-dev libgl-dev
   python3-numpy util-linux vmtouch
+  python3-psutil smem
   python3-torch
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
 )
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
 # util-linux (fincore) and vmtouch: the oracles the residency tests compare page-cache counts to.
+# python3-psutil and smem: the fleet bench's baselines for a full PSS sweep (psutil's
+# memory_full_info(), the smem command).
 # python3-torch: real DataLoader workers for the worker-recognition tests (and the loader bench).
 # slurm*, munge, slurmdbd, mariadb-server: a real single-node SLURM for the job-control tests
 # (sacct is what tells CANCELLED from FAILED); started by the tests themselves, never as services.
