@@ -60,17 +60,26 @@ int stop_recorder(pid_t recorder) {
 // Sample times per process, each time once (a maps run writes one row per object).
 using Times = std::map<std::int64_t, std::set<std::int64_t>>;
 
+// Each process's samples in [from_ms, to_ms]: its mean interval is the window over the count (a
+// process sampled once in 18 s had an 18 s interval, not none); the longest stretch without a
+// sample counts the window's edges too.
 TierGaps gaps_of(const Times& times, std::int64_t from_ms, std::int64_t to_ms) {
     TierGaps g;
+    const auto window = static_cast<double>(to_ms - from_ms);
     for (const auto& [process, ts] : times) {
-        std::vector<std::int64_t> in(ts.lower_bound(from_ms), ts.upper_bound(to_ms));
-        if (in.size() < 2) continue;
         ++g.processes;
-        const double mean =
-            static_cast<double>(in.back() - in.front()) / static_cast<double>(in.size() - 1);
-        g.worst_mean_ms = std::max(g.worst_mean_ms, mean);
-        for (std::size_t i = 1; i < in.size(); ++i)
-            g.longest_gap_ms = std::max(g.longest_gap_ms, static_cast<double>(in[i] - in[i - 1]));
+        std::vector<std::int64_t> in(ts.lower_bound(from_ms), ts.upper_bound(to_ms));
+        g.fewest_samples = g.processes == 1
+                               ? static_cast<int>(in.size())
+                               : std::min(g.fewest_samples, static_cast<int>(in.size()));
+        g.worst_mean_ms = std::max(g.worst_mean_ms,
+                                   in.empty() ? window : window / static_cast<double>(in.size()));
+        std::int64_t previous = from_ms;
+        for (std::int64_t t : in) {
+            g.longest_gap_ms = std::max(g.longest_gap_ms, static_cast<double>(t - previous));
+            previous = t;
+        }
+        g.longest_gap_ms = std::max(g.longest_gap_ms, static_cast<double>(to_ms - previous));
     }
     return g;
 }

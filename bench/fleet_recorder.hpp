@@ -21,9 +21,10 @@ namespace loaderlens::bench {
 // One tier's samples per process over the steady window (start-up and the final sample at stop
 // left out).
 struct TierGaps {
-    int processes = 0;         // processes with at least two samples in the window
-    double worst_mean_ms = 0;  // the largest over processes of its mean interval
-    double longest_gap_ms = 0; // the longest interval between two samples of one process
+    int processes = 0;         // processes with samples of this tier in the recording
+    int fewest_samples = 0;    // the fewest any of them had in the window
+    double worst_mean_ms = 0;  // the largest over processes of the window / its sample count
+    double longest_gap_ms = 0; // the longest a process went without a sample (window edges too)
 };
 
 struct RecorderRun {

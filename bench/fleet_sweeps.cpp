@@ -2,6 +2,7 @@
 #include "fleet_sweeps.hpp"
 
 #include "loaderlens/maps_sampler.hpp"
+#include "loaderlens/proc_text.hpp"
 #include "loaderlens/residency_sampler.hpp"
 #include "loaderlens/rollup_sampler.hpp"
 
@@ -133,6 +134,13 @@ SweepResult measure_sweeps(const TargetTree& tree, const std::string& file, cons
     r.processes = n;
     r.rounds = o.rounds;
 
+    // How the file is mapped decides what every walk costs: 4 KiB page-table entries (a file
+    // cached by its writer) or 2 MiB ones (large folios, as a file read from disk on this kernel).
+    for (const ProcessInfo& p : live) {
+        const auto text = read_text_file("/proc/" + std::to_string(p.key.pid) + "/smaps_rollup");
+        if (!text) throw SetupError("cannot read smaps_rollup of " + std::to_string(p.key.pid));
+        r.pmd_mapped_gib += number_after(*text, "FilePmdMapped:", "smaps_rollup") / (1024 * 1024);
+    }
     RawRollup raw(live);
     RollupSampler rollup;
     MapsSampler maps;

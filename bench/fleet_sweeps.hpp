@@ -25,13 +25,14 @@ struct SweepOptions {
     std::string python = "/usr/bin/python3";
     std::string psutil_script;
     std::string smem = "smem";
-    int rounds = 7;
+    int rounds = 5;
     int reps = 3; // in-process sweeps per round, and psutil sweeps per python run
 };
 
 struct SweepResult {
     int processes = 0;
-    double mapped_gib = 0; // file mapped by the processes, summed over them
+    double mapped_gib = 0;     // file mapped by the processes, summed over them
+    double pmd_mapped_gib = 0; // of which mapped by 2 MiB page-table entries (FilePmdMapped)
     int rounds = 0;
     // CPU µs per sweep of all the processes.
     Stats raw_rollup, rollup, psutil, smem, smem_nothing, maps, residency;
