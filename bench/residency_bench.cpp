@@ -332,6 +332,9 @@ void page_cache_section(const Options& o, const std::string& file, std::size_t b
     expect_cached(file, "after");
 
     print_stats("cachestat, 256 buckets, steady state", stat256, "(same probe, cache unchanged)");
+    std::printf("  %-46s %11s  (every sample of the same probe, %zu)\n",
+                "cachestat, 256 buckets, steady state, mean", text_of(stat256.mean()).c_str(),
+                stat256.us.size());
     print_stats("cachestat, 256 buckets, new probe's first", stat_first, "(+open)");
     print_stats("PageCacheProbe cachestat, 1 bucket", stat1);
     print_stats("PageCacheProbe mincore, mapping kept", mincore_kept, "(256 buckets)");
@@ -344,7 +347,16 @@ void page_cache_section(const Options& o, const std::string& file, std::size_t b
 
     std::printf("\n  %-58s %9s %9s %7s %s\n", "ratio", "paired", "medians", "target", "result");
     print_ratio("fincore command / cachestat 256 buckets, steady state", fincore_cmd, stat256,
-                o.rounds, o.target_steady, tally);
+                o.rounds, 0, tally);
+    // Judged on the mean: a probe may re-read every bucket now and then (PageCacheProbe reads them
+    // all every 30th sample), which a median hides and the recorder pays.
+    const double amortized = fincore_cmd.median() / stat256.mean();
+    const bool steady_ok = amortized >= o.target_steady;
+    (steady_ok ? tally.met : tally.missed)++;
+    std::printf("  %-58s %9s %8.2fx %7s %s\n",
+                "fincore command / steady-state sample, mean of all samples", "-", amortized,
+                (">=" + std::to_string(static_cast<int>(o.target_steady))).c_str(),
+                steady_ok ? "PASS" : "MISSED");
     print_ratio("vmtouch command / cachestat 256 buckets, steady state", vmtouch_cmd, stat256,
                 o.rounds, o.target_faster, tally);
     print_ratio("vmtouch's Elapsed / cachestat 256 buckets", vmtouch_elapsed, stat256, o.rounds, 0,

@@ -57,6 +57,12 @@ double Stats::median() const {
     const std::size_t mid = v.size() / 2;
     return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
+double Stats::mean() const {
+    double sum = 0;
+    for (double v : us)
+        sum += v;
+    return us.empty() ? 0 : sum / static_cast<double>(us.size());
+}
 double Stats::min() const {
     return us.empty() ? 0 : *std::min_element(us.begin(), us.end());
 }

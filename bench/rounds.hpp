@@ -18,6 +18,7 @@ namespace loaderlens::bench {
 struct Stats {
     std::vector<double> us;
     double median() const;
+    double mean() const;
     double min() const;
     double max() const;
 };
