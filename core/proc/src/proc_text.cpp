@@ -96,6 +96,10 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             fields.state = token[0];
         else if (field == 4 && !to_number(token, fields.ppid))
             return std::nullopt;
+        else if (field == 10)
+            to_number(token, fields.minor_faults);
+        else if (field == 12)
+            to_number(token, fields.major_faults);
         else if (field == 22 && !to_number(token, fields.start_ticks))
             return std::nullopt;
         else if (field == 28)

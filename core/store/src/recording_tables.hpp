@@ -17,7 +17,7 @@ namespace loaderlens::recording_tables {
 // 2: loader_epochs, loader_workers; 3: loader_progress, residency_files, cache_residency,
 // mapped_residency; 4: processes.revision (raised each time a row is written), four
 // system_samples columns, bucket keyframes in the residency tables; 5: mapped_residency's
-// computed PSS and outside sharers.
+// computed PSS and outside sharers, rollup_samples.age_ms (a reading kept while nothing moved).
 inline constexpr int schema_version = 5;
 
 struct Column {
@@ -76,7 +76,8 @@ inline const std::vector<Table>& all() {
           {"private_dirty_kb", "INTEGER"},
           {"swap_kb", "INTEGER"},
           {"swap_pss_kb", "INTEGER"},
-          {"locked_kb", "INTEGER"}}},
+          {"locked_kb", "INTEGER"},
+          {"age_ms", "INTEGER", 5}}},
         {"objects",
          1,
          {{"id", "INTEGER PRIMARY KEY"},

@@ -97,6 +97,10 @@ void TableReader::rollup(Cursor& cursor, RecordingData& out) {
                          {&r.rss, &r.pss, &r.pss_anon, &r.pss_file, &r.pss_shmem, &r.shared_clean,
                           &r.shared_dirty, &r.private_clean, &r.private_dirty, &r.swap, &r.swap_pss,
                           &r.locked});
+        r.age_ms = q.optional_int64(15).value_or(0); // NULL before schema 5: read then
+        if (r.age_ms < 0)
+            throw sql::Error("rollup_samples.age_ms: " + std::to_string(r.age_ms),
+                             sql::error_mismatch);
         return Timed<RollupSample>{q.int64(1), r};
     });
 }

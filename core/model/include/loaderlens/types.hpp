@@ -73,6 +73,9 @@ struct RollupSample {
     Kib shared_clean, shared_dirty, private_clean, private_dirty;
     Kib swap, swap_pss, locked;
     Kib uss() const; // Private_Clean + Private_Dirty
+    // 0: read at this sample. Otherwise the figures of a reading this many ms old, kept because
+    // nothing that moves them moved since (RollupSampler); never more than its max_age_ms.
+    std::int64_t age_ms = 0;
 };
 
 // What backs a group of mappings.

@@ -28,6 +28,9 @@ struct StatFields {
     pid_t ppid = 0;
     std::uint64_t start_ticks = 0;
     int exit_code = 0; // field 52: the wait status of a zombie (Linux >= 3.5)
+    // Page faults so far (fields 10 and 12): a copy-on-write break is one, and moves PSS without
+    // moving statm's resident or shared count.
+    std::uint64_t minor_faults = 0, major_faults = 0;
     // Where the address space's stack, heap, arguments and environment start (fields 28, 47, 48,
     // 50). A child forked without exec has its parent's; an exec starts a new address space, which
     // ASLR places elsewhere. All 0 without ptrace read access to the process.

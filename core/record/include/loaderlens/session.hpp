@@ -40,6 +40,9 @@ struct SessionOptions {
     std::int64_t residency_ms = 1000;
     ResidencyOptions residency;
     double cpu_budget = 0.05; // of one core, for all tiers together
+    // A process's PSS reading is kept (and recorded with its age) while nothing that moves it
+    // moved, at most this long (RollupSampler); 0 reads every process at every rollup sample.
+    std::int64_t pss_max_age_ms = 5000;
     std::int64_t maps_min_file_kb = 1024;
     std::optional<std::string> markers_path;
     // A marker wakes the fast thread at once (inotify) and asks for a sample of every tier, at

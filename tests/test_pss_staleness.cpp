@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// RollupSampler keeps a PSS reading while nothing that moves it moved (rollup_sampler.hpp), and
+// never longer than its bound. The oracle is /proc/PID/smaps_rollup's Pss line read here.
+#include "loaderlens/rollup_sampler.hpp"
+#include "residency_children.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <fstream>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <thread>
+
+using namespace loaderlens;
+using namespace loaderlens::test;
+using namespace loaderlens::test::residency;
+
+namespace {
+
+std::int64_t kernel_pss_kb(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+    std::string name;
+    std::int64_t kb = 0;
+    while (in >> name) {
+        if (name == "Pss:" && in >> kb) return kb;
+        in.ignore(1 << 12, '\n');
+    }
+    BOOST_FAIL("no Pss in smaps_rollup of " << pid);
+    return -1;
+}
+
+const RollupSample& of(const std::vector<RollupSample>& samples, std::int64_t id) {
+    for (const auto& s : samples)
+        if (s.process_id == id) return s;
+    BOOST_FAIL("no sample of process " << id);
+    return samples.front();
+}
+
+bool close_to(std::int64_t value, std::int64_t oracle) {
+    return std::abs(static_cast<double>(value - oracle)) <= 0.02 * static_cast<double>(oracle) + 64;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(pss_staleness)
+
+// A child writes the pages it shares with its parent (copy-on-write): the parent's PSS rises
+// although the parent itself did not move. Read at once, not after the bound.
+BOOST_AUTO_TEST_CASE(a_copy_on_write_break_is_read_at_once) {
+    constexpr std::size_t bytes = 32 << 20;
+    Forked parent([](Forked& self) {
+        auto* memory = static_cast<char*>(
+            ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        std::memset(memory, 1, bytes);
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL); // gone with the parent the test kills
+            if (self.receive(60s) != "cow") ::_exit(0);
+            for (std::size_t i = 0; i < bytes; i += 4096)
+                memory[i] = 2;
+            self.send("done");
+            ::pause();
+            ::_exit(0);
+        }
+        self.send("ready " + std::to_string(child));
+        ::pause();
+    });
+    const std::string ready = parent.receive();
+    BOOST_REQUIRE(ready.starts_with("ready "));
+    const pid_t child = std::stoi(ready.substr(6));
+    const std::vector<ProcessInfo> live{process(1, parent.pid()), process(2, child)};
+    RollupSampler rollup(60'000); // a bound far away: only a move may cause a read
+    Problems problems;
+
+    std::vector<RollupSample> first, quiet, after;
+    rollup.sample(live, first, problems);
+    BOOST_TEST(rollup.read_last() == 2);
+    rollup.sample(live, quiet, problems);
+    BOOST_TEST(rollup.read_last() == 0); // nothing moved: both readings kept
+    BOOST_TEST(*of(quiet, 1).pss == *of(first, 1).pss);
+    // Before: main's 32 MiB shared with the child, half each.
+    BOOST_TEST(close_to(*of(quiet, 1).pss, kernel_pss_kb(parent.pid())));
+
+    parent.send("cow");
+    BOOST_REQUIRE(parent.receive() == "done");
+    rollup.sample(live, after, problems);
+    BOOST_TEST(rollup.read_last() == 2);
+    BOOST_TEST(of(after, 1).age_ms == 0);
+    const std::int64_t oracle = kernel_pss_kb(parent.pid());
+    BOOST_TEST(close_to(*of(after, 1).pss, oracle),
+               "parent PSS " << *of(after, 1).pss << " KiB, smaps_rollup " << oracle);
+    BOOST_TEST(*of(after, 1).pss > *of(quiet, 1).pss + 12 * 1024); // it did rise (16 -> 32 MiB)
+}
+
+// A process outside the tree maps the tree's file: the tree's PSS halves while nothing in the
+// tree moves. The kept reading is stale, but never older than the bound.
+BOOST_AUTO_TEST_CASE(an_outside_sharer_is_seen_within_the_bound) {
+    DataFile data;
+    const std::uint64_t bytes = file_pages * page_size();
+    std::vector<Touch> all;
+    for (std::int64_t p = 0; p < file_pages; ++p)
+        all.push_back({0, p});
+    auto member = start_mapper({{.path = data.path, .length = bytes}}, all);
+    const std::vector<ProcessInfo> live{process(1, member->pid())};
+    constexpr std::int64_t bound_ms = 800, step_ms = 100;
+    RollupSampler rollup(bound_ms);
+    Problems problems;
+    const auto sample = [&] {
+        std::vector<RollupSample> out;
+        rollup.sample(live, out, problems);
+        BOOST_REQUIRE_EQUAL(out.size(), 1u);
+        BOOST_TEST(out.front().age_ms < bound_ms);
+        return out.front();
+    };
+    sample();
+    // Until the reading agrees with the kernel again; returns how long that took (ms).
+    const auto time_to_agree = [&] {
+        const auto start = std::chrono::steady_clock::now();
+        int kept = 0;
+        for (;;) {
+            const RollupSample s = sample();
+            kept += rollup.read_last() == 0;
+            const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
+            if (close_to(*s.pss, kernel_pss_kb(member->pid()))) {
+                BOOST_TEST_MESSAGE("agreed after " << waited << " ms, " << kept << " kept");
+                return waited;
+            }
+            BOOST_REQUIRE_MESSAGE(waited <= bound_ms + 3 * step_ms,
+                                  "still stale after " << waited << " ms");
+            std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+        }
+    };
+    auto outside = start_mapper({{.path = data.path, .length = bytes}}, all); // comes
+    time_to_agree();
+    outside.reset(); // goes
+    time_to_agree();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
