@@ -22,6 +22,7 @@ struct RecordOptions {
     std::vector<std::string> command;
     std::vector<std::string> intervals;
     std::string cpu_budget = "5%";
+    std::string pss_max_age = "5s";
     std::optional<std::string> worker_match;
     std::int64_t maps_min_kb = 1024;
     int residency_buckets = 256;

@@ -112,6 +112,15 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
         return false;
     }
     session_options.cpu_budget = *budget;
+    // 0 reads every process at every rollup sample; at most a minute (a longer one hides too
+    // much of what a sharer outside the tree does).
+    const auto max_age_us = parse_duration_us(o.pss_max_age);
+    if (!max_age_us || *max_age_us > 60'000'000) {
+        print_error("--pss-max-age " + o.pss_max_age +
+                    ": expected a duration from 0 to 1min, like 5s or 500ms");
+        return false;
+    }
+    session_options.pss_max_age_ms = *max_age_us / 1000;
     session_options.maps_min_file_kb = o.maps_min_kb;
     if (!residency_options_from(o, session_options.residency)) return false;
     if (o.worker_match) {
@@ -139,6 +148,10 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
         "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s residency=1s (the "
         "defaults)");
     sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
+        ->capture_default_str();
+    sub->add_option("--pss-max-age", options.pss_max_age,
+                    "Keep a PSS reading while the tree stands still, at most this long (0: read "
+                    "every sample)")
         ->capture_default_str();
     add_whole_number_option<std::int64_t>(
         sub, "--maps-min-size", options.maps_min_kb, 0, max_maps_min_kb,

@@ -71,6 +71,7 @@ void write_run_meta(Recorder& recorder, const RecordingClock& clock,
     write_host_meta(recorder, clock);
     write_slurm_meta(recorder);
     recorder.set_meta("cpu_budget", std::to_string(session_options.cpu_budget));
+    recorder.set_meta("pss_max_age_ms", std::to_string(session_options.pss_max_age_ms));
     recorder.set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
     recorder.set_meta("interval_rollup_ms", std::to_string(session_options.rollup_ms));
     recorder.set_meta("interval_maps_ms", std::to_string(session_options.maps_ms));

@@ -28,6 +28,7 @@ const std::vector<Spec> all_specs = {
     {"record -f", "-o", K::path_out, {}},
     {"record", "--interval", K::interval, {}, true},
     {"record", "--cpu-budget", K::percent, {}},
+    {"record", "--pss-max-age", K::duration, {}},
     {"record", "--maps-min-size", K::int64, {}},
     {"record", "--residency-buckets", K::int64, {"--file", "@npy"}},
     {"record", "--residency-min-size", K::size, {}},

@@ -78,6 +78,7 @@ ReportData build_report_data(const Recording& recording) {
         p.uss.offer(s.uss(), t);
         p.final_pss = s.pss;
         p.final_uss = s.uss();
+        p.final_pss_age_ms = s.age_ms;
         p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
     r.totals.pss = tree_peak(data, Figure::pss);
@@ -146,6 +147,13 @@ ReportData build_report_data(const Recording& recording) {
             if (s.sample.tier == tier) {
                 summary.last_ms = s.sample.interval_ms;
                 summary.cpu_us_per_run = s.sample.cpu_us_per_run;
+            }
+        if (summary.tier == "rollup")
+            for (const auto& [t, s] : data.rollup) {
+                ++summary.rows;
+                if (s.age_ms == 0) continue;
+                ++summary.kept_rows;
+                summary.oldest_kept_ms = std::max(summary.oldest_kept_ms, s.age_ms);
             }
         r.tiers.push_back(summary);
     }

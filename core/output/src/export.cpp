@@ -97,8 +97,10 @@ void export_csv(const Recording& recording, std::ostream& out) {
                                                        {"private_dirty", s.private_dirty},
                                                        {"swap_pss", s.swap_pss},
                                                        {"locked", s.locked}};
+        // A reading kept while the tree stood still (its age in rollup.age_ms of the JSON).
+        const char* source = s.age_ms > 0 ? "smaps_rollup-kept" : "smaps_rollup";
         for (const auto& [name, v] : figures)
-            csv.row(t, "smaps_rollup", s.process_id, "", name, v);
+            csv.row(t, source, s.process_id, "", name, v);
     }
     for (const auto& m : data.maps) {
         const std::string object = csv.object_name(m.object_id);
@@ -224,7 +226,8 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"private_dirty", value(s.private_dirty)},
                                     {"swap", value(s.swap)},
                                     {"swap_pss", value(s.swap_pss)},
-                                    {"locked", value(s.locked)}});
+                                    {"locked", value(s.locked)},
+                                    {"age_ms", s.age_ms}});
     series["maps"] = json::array();
     for (const auto& m : data.maps)
         series["maps"].push_back({{"t_ms", m.t_ms},

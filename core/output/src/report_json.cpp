@@ -64,6 +64,7 @@ json process_json(const ProcessSummary& p, const RecordingEnd& end) {
           {"file", kib(p.final_file)},
           {"shmem", kib(p.final_shmem)},
           {"swap", kib(p.final_swap)}}},
+        {"final_pss_age_ms", p.final_pss_age_ms},
     });
     return out;
 }
@@ -117,7 +118,10 @@ std::string render_report_json(const ReportData& r) {
                                 {"nominal_ms", s.nominal_ms},
                                 {"longest_ms", s.longest_ms},
                                 {"last_ms", s.last_ms},
-                                {"cpu_us_per_run", s.cpu_us_per_run}});
+                                {"cpu_us_per_run", s.cpu_us_per_run},
+                                {"rows", s.rows},
+                                {"kept_rows", s.kept_rows},
+                                {"oldest_kept_ms", s.oldest_kept_ms}});
     out["markers"] = json::array();
     for (const auto& m : r.markers)
         out["markers"].push_back({{"t_ms", m.t_ms}, {"source", m.source}, {"text", m.text}});

@@ -128,8 +128,8 @@ void append_residency(std::string& out, const ReportData& r) {
                                outside);
         else if (unreadable > 0)
             out += fmt::format("      computed PSS: {} process(es) outside the tree could not be "
-                               "looked at (another user's); if one maps this file, the PSS is "
-                               "too large\n",
+                               "looked at (their maps: permission denied); if one maps this "
+                               "file, the PSS is too large\n",
                                unreadable);
         if (s.loader_data_file) append_loader_view(out, s);
     }

@@ -136,7 +136,14 @@ void append_header(std::string& out, const ReportData& r) {
         if (t.longest_ms > t.nominal_ms)
             tiers += fmt::format(" (stretched up to {} ms by the CPU budget)", t.longest_ms);
     }
-    out += fmt::format("  sampling   {}\n\n", tiers);
+    out += fmt::format("  sampling   {}\n", tiers);
+    for (const auto& t : r.tiers)
+        if (t.kept_rows > 0)
+            out += fmt::format("  PSS kept   {} of {} PSS readings repeated while the tree stood "
+                               "still (no fault, no move), the oldest {:.1f} s old "
+                               "(docs/figures.md)\n",
+                               t.kept_rows, t.rows, static_cast<double>(t.oldest_kept_ms) / 1000);
+    out += "\n";
 }
 
 void append_totals(std::string& out, const ReportData& r) {

@@ -106,6 +106,28 @@ ResidencySampler::Tracked* ResidencySampler::track(const std::string& path, std:
 
 void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySample& out,
                               Problems& problems) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    const bool still = options_.still_max_age_ms > 0 && stillness_.look(live) && last_walk_ms_ &&
+                       now - *last_walk_ms_ < options_.still_max_age_ms;
+    walked_last_ = !still;
+    if (still) {
+        for (auto& [key, tracked] : tracked_)
+            read_cache(tracked, out, problems);
+        look_for_outside_sharers(live);
+        out.mapped = last_walk_rows_;
+        for (MappedResidency& row : out.mapped) {
+            if (!last_outside_look_ms_) break;
+            for (const auto& [key, tracked] : tracked_) {
+                if (tracked.file.id != row.file_id) continue;
+                auto it = outside_.sharers.find(key);
+                row.outside_sharers = it == outside_.sharers.end() ? 0 : it->second;
+                row.outside_unreadable = outside_.unreadable;
+            }
+        }
+        return;
+    }
     std::vector<std::pair<const ProcessInfo*, std::vector<FileMapping>>> all;
     std::set<FileKey> executable;
     for (const ProcessInfo& info : live) {
@@ -174,6 +196,12 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     for (const auto& [info, mappings] : all)
         sample_process(*info, mappings, out, problems);
     share_pages(out);
+    // Repeated while the tree stands still: the rows of mapped files, not the one row of zeros
+    // that says a file was unmapped (mapped_pages 0), which is said once.
+    last_walk_rows_.clear();
+    for (const MappedResidency& row : out.mapped)
+        if (row.mapped_pages > 0) last_walk_rows_.push_back(row);
+    last_walk_ms_ = now;
 }
 
 void ResidencySampler::look_for_outside_sharers(const std::vector<ProcessInfo>& live) {

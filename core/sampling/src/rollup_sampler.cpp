@@ -11,23 +11,15 @@
 
 namespace loaderlens {
 
-namespace {
-int open_proc(pid_t pid, const char* file) {
-    return ::open(("/proc/" + std::to_string(pid) + "/" + file).c_str(), O_RDONLY | O_CLOEXEC);
-}
-} // namespace
-
 RollupSampler::~RollupSampler() {
     for (auto& [key, state] : states_)
-        for (int fd : {state.rollup_fd, state.statm_fd, state.stat_fd})
-            if (fd >= 0) ::close(fd);
+        if (state.rollup_fd >= 0) ::close(state.rollup_fd);
 }
 
 void RollupSampler::forget(const ProcessKey& key) {
     auto it = states_.find(key);
     if (it == states_.end()) return;
-    for (int fd : {it->second.rollup_fd, it->second.statm_fd, it->second.stat_fd})
-        if (fd >= 0) ::close(fd);
+    if (it->second.rollup_fd >= 0) ::close(it->second.rollup_fd);
     states_.erase(it);
 }
 
@@ -38,22 +30,6 @@ int RollupSampler::open_rollup(const ProcessInfo& info, Problems& problems) {
     if (fd < 0 && (errno != ENOENT || access(dir.c_str(), F_OK) == 0))
         problems.push_back({info.id, "rollup", unavailable_reason("smaps_rollup", errno)});
     return fd;
-}
-
-RollupSampler::Movement RollupSampler::movement(const ProcessInfo& info, State& state) {
-    if (state.statm_fd < 0) state.statm_fd = open_proc(info.key.pid, "statm");
-    if (state.stat_fd < 0) state.stat_fd = open_proc(info.key.pid, "stat");
-    Movement m;
-    if (state.statm_fd < 0 || state.stat_fd < 0) return m;
-    if (pread_whole(state.statm_fd, buffer_) <= 0) return m;
-    const auto statm = parse_statm(buffer_);
-    if (pread_whole(state.stat_fd, buffer_) <= 0) return m;
-    const auto stat = parse_stat(buffer_);
-    if (!statm || !stat) return m;
-    m.resident = statm->resident_pages;
-    m.shared = statm->shared_pages;
-    m.faults = stat->minor_faults + stat->major_faults;
-    return m;
 }
 
 bool RollupSampler::read_rollup(const ProcessInfo& info, State& state, Problems& problems) {
@@ -90,28 +66,12 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
     const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::steady_clock::now().time_since_epoch())
                                     .count();
-    // First every process's movement, then the decisions: one process's move can move the
-    // others' PSS (a copy-on-write break in a worker makes the page private to main, a fault on a
-    // shared file page divides it once more), so any move has every process read.
-    std::vector<ProcessKey> tree;
-    bool any_moved = false;
-    for (const ProcessInfo& info : live) {
-        tree.push_back(info.key);
-        State& state = states_[info.key];
-        state.now = movement(info, state);
-        if (!(state.now == state.at_last_run) || state.now.resident < 0) any_moved = true;
-    }
-    std::sort(tree.begin(), tree.end());
-    const bool tree_changed = tree != last_tree_;
-    last_tree_ = std::move(tree);
-
+    // Only when kept readings are allowed: a full sweep needs no look.
+    const bool still = max_age_ms_ > 0 && stillness_.look(live);
     read_last_ = 0;
     for (const ProcessInfo& info : live) {
         State& state = states_[info.key];
-        const bool keep = max_age_ms_ > 0 && state.has_reading && !tree_changed && !any_moved &&
-                          state.now == state.at_reading && now_ms - state.read_ms < max_age_ms_;
-        state.at_last_run = state.now;
-        if (keep) {
+        if (still && state.has_reading && now_ms - state.read_ms < max_age_ms_) {
             RollupSample kept = state.reading;
             kept.age_ms = now_ms - state.read_ms;
             out.push_back(kept);
@@ -119,8 +79,6 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         }
         ++read_last_;
         if (!read_rollup(info, state, problems)) continue;
-        // The movement read before the walk: a page that moves during the walk moves it again.
-        state.at_reading = state.now;
         state.read_ms = now_ms;
         out.push_back(state.reading);
     }

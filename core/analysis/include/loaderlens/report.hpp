@@ -27,6 +27,7 @@ struct ProcessSummary {
     Peak rss, pss, uss;
     Kib final_rss, final_pss, final_uss;
     Kib final_anon, final_file, final_shmem, final_swap;
+    std::int64_t final_pss_age_ms = 0; // 0: read at its last rollup sample; else kept that long
     // Its last fast or rollup sample: where a recording was cut, the latest time it is known to
     // have run (empty: never sampled).
     std::optional<std::int64_t> last_seen_ms;
@@ -89,6 +90,9 @@ struct TierSummary {
     std::string tier;
     std::int64_t nominal_ms = 0, longest_ms = 0, last_ms = 0;
     double cpu_us_per_run = 0;
+    // rollup: its rows, those that repeat a reading kept while the tree stood still, and the
+    // oldest such reading's age.
+    std::int64_t rows = 0, kept_rows = 0, oldest_kept_ms = 0;
 };
 
 struct TreeTotals {

@@ -76,7 +76,7 @@ struct MappedResidency {
     // in k of them counts 1/k (page_sharing.hpp). Empty in recordings before schema 5.
     std::optional<std::int64_t> pss_kb;
     // Processes outside the tree that mapped the file at the residency tier's last look, and
-    // those it could not look at (another user's): with either, pss_kb may be too large.
+    // those it could not look at (permission denied): with either, pss_kb may be too large.
     // Empty: no look yet.
     std::optional<std::int32_t> outside_sharers, outside_unreadable;
 };

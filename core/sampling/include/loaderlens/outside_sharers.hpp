@@ -19,7 +19,8 @@ namespace loaderlens {
 struct OutsideSharerCount {
     // Per file (device, inode): processes outside the tree that map it.
     std::map<std::pair<std::uint64_t, std::uint64_t>, int> sharers;
-    // Processes whose maps could not be read (another user's, without root): any of them may
+    // Processes whose maps could not be read (another user's without root; here as root, the
+    // container's PID 1): any of them may
     // map a file too, so a count of 0 is then "none that could be seen".
     int unreadable = 0;
 };

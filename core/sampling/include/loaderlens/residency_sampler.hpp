@@ -13,6 +13,7 @@
 #include "loaderlens/pagemap.hpp"
 #include "loaderlens/residency.hpp"
 #include "loaderlens/sampler_problems.hpp"
+#include "loaderlens/tree_stillness.hpp"
 
 #include <map>
 #include <optional>
@@ -32,6 +33,10 @@ struct ResidencyOptions {
     // How often to look for processes outside the tree that map a followed file
     // (outside_sharers.hpp); the computed PSS rows carry what the last look found.
     std::int64_t outside_look_ms = 5000;
+    // While the tree stands still (TreeStillness) its present pages cannot have moved: a run
+    // then reads the page cache only and records the last walk's pagemap rows again, at most
+    // this long after that walk (0: walk every run).
+    std::int64_t still_max_age_ms = 5000;
 };
 
 class ResidencySampler {
@@ -42,6 +47,8 @@ class ResidencySampler {
     void forget(const ProcessKey& key);
     // How the last run read pagemaps ("PAGEMAP_SCAN" or "pagemap"), empty before any.
     const std::string& pagemap_method() const { return pagemap_method_; }
+    // Whether the last run walked the pagemaps (false: the tree stood still, rows repeated).
+    bool walked_last() const { return walked_last_; }
 
   private:
     using FileKey = std::pair<std::uint64_t, std::uint64_t>; // device, inode
@@ -82,6 +89,10 @@ class ResidencySampler {
     std::map<const Tracked*, std::vector<std::pair<std::size_t, std::size_t>>> run_rows_;
     std::optional<std::int64_t> last_outside_look_ms_;
     OutsideSharerCount outside_;
+    TreeStillness stillness_;
+    std::vector<MappedResidency> last_walk_rows_;
+    std::optional<std::int64_t> last_walk_ms_;
+    bool walked_last_ = false;
 };
 
 } // namespace loaderlens

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "loaderlens/sampler_problems.hpp"
+#include "loaderlens/tree_stillness.hpp"
 #include "loaderlens/types.hpp"
 
 #include <map>
@@ -15,13 +16,10 @@ namespace loaderlens {
 // re-read with pread. Measured cheaper than libproc2's procps_pids_select, which re-reads
 // /proc/PID/status and /proc/uptime on every call (see bench/).
 //
-// PSS only when it may have moved: smaps_rollup walks every page table of the process (~11 µs
-// per resident MiB), statm and stat cost a few µs. The last readings are kept, with their age,
-// while nothing that moves PSS moved: no process of the tree was born or exited, and none moved
-// its statm resident or shared pages or took a page fault (a copy-on-write break is one, and it
-// moves the PSS of the process it shared the page with, not only its own). One move anywhere has
-// every process read, so the saving is in quiet phases (idle or waiting workers, a fleet at
-// rest). A sharer outside the tree is not seen: `max_age_ms` bounds how stale a reading gets.
+// PSS only when it may have moved: the last readings are kept, and recorded again with their
+// age, while the tree stands still (TreeStillness: one move anywhere has every process read, so
+// the saving is in quiet phases: idle or waiting workers, a fleet at rest). A sharer outside
+// the tree is not seen: `max_age_ms` bounds how stale a reading gets.
 class RollupSampler {
   public:
     // `max_age_ms` 0 (the default): read every process at every sample, a full PSS sweep. The
@@ -38,28 +36,19 @@ class RollupSampler {
     int read_last() const { return read_last_; }
 
   private:
-    struct Movement {
-        std::int64_t resident = -1, shared = -1;
-        std::uint64_t faults = 0;
-        bool operator==(const Movement&) const = default;
-    };
     struct State {
-        int rollup_fd = -1, statm_fd = -1, stat_fd = -1;
-        Movement now;         // at this sample (resident -1: could not be read)
-        Movement at_reading;  // when `reading` was read
-        Movement at_last_run; // at the previous sample
+        int rollup_fd = -1;
         bool has_reading = false;
         RollupSample reading;
         std::int64_t read_ms = 0;
     };
     int open_rollup(const ProcessInfo& info, Problems& problems);
-    Movement movement(const ProcessInfo& info, State& state);
     // smaps_rollup afresh; false when there is nothing to record (gone, unreadable).
     bool read_rollup(const ProcessInfo& info, State& state, Problems& problems);
 
     std::int64_t max_age_ms_;
+    TreeStillness stillness_;
     std::map<ProcessKey, State> states_;
-    std::vector<ProcessKey> last_tree_;
     std::string buffer_;
     int read_last_ = 0;
 };
