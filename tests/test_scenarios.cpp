@@ -219,9 +219,16 @@ BOOST_AUTO_TEST_CASE(lmdb_reopen_each_epoch_resets_persistent_workers) {
     for (int epoch = 1; epoch <= 2; ++epoch) {
         const std::int64_t start =
             marker_time(recording, "epoch " + std::to_string(epoch) + " start");
+        // "Before": the sample the previous epoch's end marker asked for. Not the last sample
+        // before this start: the loader reopens the environment just before it stamps the start
+        // marker, and a regular sample in between reads the already low figure.
+        const std::int64_t previous_end =
+            marker_time(recording, "epoch " + std::to_string(epoch - 1) + " end");
         for (const auto& worker : workers) {
             const auto series = file_series(recording, worker.id, object);
-            const std::int64_t before = rss_at(series, start);
+            const auto at_end = series.lower_bound(previous_end);
+            BOOST_REQUIRE(at_end != series.end() && at_end->first < start);
+            const std::int64_t before = at_end->second.rss_kb;
             auto after = series.upper_bound(start);
             const std::int64_t early = after == series.end() ? 0 : after->second.rss_kb;
             BOOST_TEST_MESSAGE("worker " << worker.slot << " epoch " << epoch << ": " << before
