@@ -65,10 +65,16 @@ BOOST_AUTO_TEST_CASE(a_copy_on_write_break_is_read_at_once) {
         self.send("ready " + std::to_string(child));
         ::pause();
     });
-    const std::string ready = parent.receive();
-    BOOST_REQUIRE(ready.starts_with("ready "));
-    const pid_t child = std::stoi(ready.substr(6));
-    BOOST_REQUIRE(parent.receive() == "waiting");
+    // Two lines on one pipe, from two processes: "ready PID" (the parent) and "waiting" (the
+    // child), in either order.
+    pid_t child = 0;
+    bool waiting = false;
+    for (int line = 0; line < 2; ++line) {
+        const std::string text = parent.receive();
+        if (text.starts_with("ready ")) child = std::stoi(text.substr(6));
+        waiting = waiting || text == "waiting";
+    }
+    BOOST_REQUIRE(child > 0 && waiting);
     const std::vector<ProcessInfo> live{process(1, parent.pid()), process(2, child)};
     RollupSampler rollup(60'000); // a bound far away: only a move may cause a read
     Problems problems;
