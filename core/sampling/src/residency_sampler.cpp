@@ -115,17 +115,11 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     if (still) {
         for (auto& [key, tracked] : tracked_)
             read_cache(tracked, out, problems);
-        look_for_outside_sharers(live);
+        look_for_outside_sharers(live, now);
         out.mapped = last_walk_rows_;
-        for (MappedResidency& row : out.mapped) {
-            if (!last_outside_look_ms_) break;
-            for (const auto& [key, tracked] : tracked_) {
-                if (tracked.file.id != row.file_id) continue;
-                auto it = outside_.sharers.find(key);
-                row.outside_sharers = it == outside_.sharers.end() ? 0 : it->second;
-                row.outside_unreadable = outside_.unreadable;
-            }
-        }
+        for (MappedResidency& row : out.mapped)
+            for (const auto& [key, tracked] : tracked_)
+                if (tracked.file.id == row.file_id) mark_outside(key, row);
         return;
     }
     std::vector<std::pair<const ProcessInfo*, std::vector<FileMapping>>> all;
@@ -190,7 +184,7 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         }
     }
 
-    look_for_outside_sharers(live);
+    look_for_outside_sharers(live, now);
     run_rows_.clear();
     bitmaps_used_ = 0;
     for (const auto& [info, mappings] : all)
@@ -204,10 +198,8 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     last_walk_ms_ = now;
 }
 
-void ResidencySampler::look_for_outside_sharers(const std::vector<ProcessInfo>& live) {
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
+void ResidencySampler::look_for_outside_sharers(const std::vector<ProcessInfo>& live,
+                                                std::int64_t now) {
     if (last_outside_look_ms_ && now - *last_outside_look_ms_ < options_.outside_look_ms) return;
     std::set<FileKey> files;
     for (const auto& [key, tracked] : tracked_)
@@ -227,6 +219,13 @@ std::vector<std::uint64_t>& ResidencySampler::take_bitmap(std::size_t words) {
     return bits;
 }
 
+void ResidencySampler::mark_outside(const FileKey& key, MappedResidency& row) const {
+    if (!last_outside_look_ms_) return; // no look yet: unknown, not 0
+    auto it = outside_.sharers.find(key);
+    row.outside_sharers = it == outside_.sharers.end() ? 0 : it->second;
+    row.outside_unreadable = outside_.unreadable;
+}
+
 void ResidencySampler::share_pages(ResidencySample& out) {
     const double page_kb = static_cast<double>(page_size_) / 1024.0;
     for (const auto& [tracked, rows] : run_rows_) {
@@ -235,17 +234,10 @@ void ResidencySampler::share_pages(ResidencySample& out) {
             bitmaps.push_back(bitmaps_[bitmap].data());
         const std::size_t words = bitmaps_[rows.front().second].size();
         const std::vector<double> pages = proportional_pages(bitmaps, words);
-        std::optional<std::int32_t> sharers, unreadable;
-        if (last_outside_look_ms_) {
-            auto it = outside_.sharers.find({tracked->file.device, tracked->file.inode});
-            sharers = it == outside_.sharers.end() ? 0 : it->second;
-            unreadable = outside_.unreadable;
-        }
         for (std::size_t i = 0; i < rows.size(); ++i) {
             MappedResidency& m = out.mapped[rows[i].first];
             m.pss_kb = std::llround(pages[i] * page_kb);
-            m.outside_sharers = sharers;
-            m.outside_unreadable = unreadable;
+            mark_outside({tracked->file.device, tracked->file.inode}, m);
         }
     }
 }

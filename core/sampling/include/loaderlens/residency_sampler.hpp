@@ -69,7 +69,9 @@ class ResidencySampler {
     void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
                         ResidencySample& out, Problems& problems);
-    void look_for_outside_sharers(const std::vector<ProcessInfo>& live);
+    void look_for_outside_sharers(const std::vector<ProcessInfo>& live, std::int64_t now_ms);
+    // What the last look found for the file (nothing before the first look: unknown, not 0).
+    void mark_outside(const FileKey& key, MappedResidency& row) const;
     // Fills pss_kb and the outside sharers of this run's rows, file by file.
     void share_pages(ResidencySample& out);
     std::vector<std::uint64_t>& take_bitmap(std::size_t words);
