@@ -117,7 +117,7 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
     const auto max_age_us = parse_duration_us(o.pss_max_age);
     if (!max_age_us || *max_age_us > 60'000'000) {
         print_error("--pss-max-age " + o.pss_max_age +
-                    ": expected a duration from 0 to 1min, like 5s or 500ms");
+                    ": expected a duration from 0 to 60s, like 5s or 500ms");
         return false;
     }
     session_options.pss_max_age_ms = *max_age_us / 1000;
