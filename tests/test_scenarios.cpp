@@ -129,8 +129,18 @@ BOOST_AUTO_TEST_CASE(npy_mmap_shuffle_shares_the_page_cache) {
     // Workers only gain pages: the peak of Σ RSS is the sum at the end, within one maps run.
     BOOST_TEST(std::abs(*file->total_rss.value - sum_final) <= sum_final / 100);
     BOOST_TEST(*file->total_rss.value <= 4 * file_kb);
-    // Σ PSS: the file once (each page split among the workers that map it), to within 1%.
-    BOOST_TEST(std::abs(*file->total_pss.value - file_kb) <= file_kb / 100);
+    // Σ PSS: the file once (each page split among the workers that map it), to within 1%, once
+    // the workers are settled (in the pause). The peak may stand a little above: the maps tier
+    // reads the processes one after another, and while workers fault pages in (a marker's sample
+    // at the epoch's start lands there) a page read as shared by k in one process and by k + 1
+    // in the next counts more than once (measured once: +2.5%).
+    std::map<std::int64_t, std::int64_t> pss_by_tick;
+    for (const auto& row : recording.maps())
+        if (row.object_id == object) pss_by_tick[row.t_ms] += row.figures.pss_kb;
+    const auto settled = pss_by_tick.lower_bound(pause_from);
+    BOOST_REQUIRE(settled != pss_by_tick.end() && settled->first <= pause_to);
+    BOOST_TEST(std::abs(settled->second - file_kb) <= file_kb / 100);
+    BOOST_TEST(*file->total_pss.value <= file_kb + file_kb * 4 / 100);
 }
 
 // 4 and 5: LMDB. Persistent workers keep the pages of data.mdb they touched: each epoch adds
