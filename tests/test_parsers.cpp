@@ -275,75 +275,79 @@ BOOST_AUTO_TEST_CASE(mapping_kinds) {
     BOOST_TEST(classify_mapping("/data/with space.npy") == MappingKind::file);
 }
 
-// AdaptiveInterval: a tier's interval is max(nominal, average cost / budget share), the average
-// a moving one (0.7 old, 0.3 new). Figures below computed by hand from that rule.
+// AdaptiveInterval: an account that earns the tier's share of each wall-clock millisecond (saved
+// up to share x 10 s) and spends each run's CPU time; in debt, the next run waits until the debt
+// is paid. Figures below computed by hand from that rule.
 BOOST_AUTO_TEST_CASE(adaptive_interval_stretches_under_the_budget) {
     constexpr std::int64_t ms = 1'000'000;   // ns
-    AdaptiveInterval rollup(500, 0.05);      // 500 ms nominal, 5% of a core
+    AdaptiveInterval rollup(500, 0.05);      // 500 ms nominal, 5% of a core (cap 500 ms of CPU)
     BOOST_TEST(rollup.interval_ms() == 500); // nothing measured yet
-    rollup.observe_run(10 * ms);             // 10 ms per run needs 200 ms: nominal holds
-    BOOST_TEST(rollup.average_cpu_us() == 10'000.0);
+    rollup.observe_run(10 * ms, 0);          // 10 ms in debt: repaid in 200 ms, nominal holds
     BOOST_TEST(rollup.interval_ms() == 500);
+    BOOST_TEST(rollup.balance_us() == -10'000.0);
 
+    // A lasting cost of 100 ms per run at 5%: each run waits 2 s, and the account stays level.
     AdaptiveInterval heavy(500, 0.05);
-    heavy.observe_run(100 * ms); // 100 ms per run at 5% of a core: one run every 2 s
-    BOOST_TEST(std::abs(heavy.interval_ms() - 2000) <= 1);
-    for (int i = 0; i < 10; ++i)
-        heavy.observe_run(100 * ms); // a lasting cost keeps it there
-    BOOST_TEST(std::abs(heavy.interval_ms() - 2000) <= 1);
-    // The stretched interval spends exactly the budget: cost / interval = 5%.
-    BOOST_TEST(std::abs(heavy.average_cpu_us() / 1000.0 / heavy.interval_ms() - 0.05) < 0.001);
-
-    // Costs fall to 1 ms per run: the average decays by 0.7 per run (70300, 49510, 34957,
-    // 24770 us) and the interval comes back to nominal at the fourth cheap run.
-    AdaptiveInterval falling(500, 0.05);
-    falling.observe_run(100 * ms);
-    const std::int64_t expected[] = {1406, 990, 699, 500, 500};
-    for (std::int64_t e : expected) {
-        falling.observe_run(1 * ms);
-        BOOST_TEST(std::abs(falling.interval_ms() - e) <= 1, falling.interval_ms() << " vs " << e);
+    std::int64_t t = 0;
+    heavy.observe_run(100 * ms, t);
+    BOOST_TEST(heavy.interval_ms() == 2000);
+    for (int i = 0; i < 10; ++i) {
+        t += heavy.interval_ms();
+        heavy.observe_run(100 * ms, t);
+        BOOST_TEST(heavy.interval_ms() == 2000);
     }
+    // Spent exactly the budget: 11 runs x 100 ms over 20 s of waits plus the last 2 s owed.
+    BOOST_TEST(std::abs(heavy.balance_us() + 100'000.0) < 1.0);
 
-    // One expensive run among cheap ones stretches for a while, not for good: 1 ms runs, one of
-    // 200 ms (average 0.7 x 1000 + 0.3 x 200000 = 60700 us: 1214 ms), then 1 ms runs again.
+    // One expensive run among cheap ones stretches the next wait only: the first cheap run after
+    // the debt is paid is back at nominal (the moving average this replaced took many runs).
     AdaptiveInterval spike(500, 0.05);
-    for (int i = 0; i < 5; ++i)
-        spike.observe_run(1 * ms);
+    t = 0;
+    for (int i = 0; i < 5; ++i, t += 500)
+        spike.observe_run(1 * ms, t); // earns 25 ms per 500 ms, spends 1 ms
     BOOST_TEST(spike.interval_ms() == 500);
-    spike.observe_run(200 * ms);
-    BOOST_TEST(std::abs(spike.interval_ms() - 1214) <= 1);
-    int runs_to_nominal = 0;
-    while (spike.interval_ms() > 500 && runs_to_nominal < 100) {
-        spike.observe_run(1 * ms);
-        ++runs_to_nominal;
-    }
-    BOOST_TEST(runs_to_nominal == 3); // 42790, 30253, 21477 us
+    BOOST_TEST(std::abs(spike.balance_us() - (4 * 25'000.0 - 5 * 1000.0)) < 1.0); // 95 ms saved
+    spike.observe_run(300 * ms, t); // 95 + 25 - 300 = -180 ms: 3.6 s to pay
+    BOOST_TEST(spike.interval_ms() == 3600);
+    t += spike.interval_ms();
+    spike.observe_run(1 * ms, t); // paid, minus 1 ms
+    BOOST_TEST(spike.interval_ms() == 500);
+
+    // Savings are capped at share x 10 s (500 ms of CPU here): an hour of quiet does not buy an
+    // hour's worth of expensive runs.
+    AdaptiveInterval quiet(500, 0.05);
+    quiet.observe_run(0, 0);
+    quiet.observe_run(0, 3'600'000);
+    BOOST_TEST(quiet.balance_us() == 500'000.0);
+    quiet.observe_run(600 * ms, 3'600'001); // 500 - 600 = -100 ms: 2 s
+    BOOST_TEST(std::abs(quiet.interval_ms() - 2000) <= 1);
 }
 
 BOOST_AUTO_TEST_CASE(adaptive_interval_bounds) {
     constexpr std::int64_t ms = 1'000'000;
-    // Never below nominal, however cheap (or a clock that stepped back).
+    // Never below nominal, however cheap (or a clock that stepped back, or a negative cost).
     AdaptiveInterval cheap(100, 0.05);
-    cheap.observe_run(0);
+    cheap.observe_run(0, 1000);
     BOOST_TEST(cheap.interval_ms() == 100);
-    cheap.observe_run(-5 * ms);
+    cheap.observe_run(-5 * ms, 900);
     BOOST_TEST(cheap.interval_ms() == 100);
+    BOOST_TEST(cheap.balance_us() == 0.0); // no earnings backwards in time, no gain from -5 ms
     // No budget (0 or negative): the nominal interval whatever the cost.
     for (double budget : {0.0, -0.1}) {
         AdaptiveInterval unbudgeted(100, budget);
-        unbudgeted.observe_run(10'000 * ms);
+        unbudgeted.observe_run(10'000 * ms, 0);
         BOOST_TEST(unbudgeted.interval_ms() == 100);
     }
-    // No upper bound: the interval is cost / budget however large (a 1 s run at 1%: 100 s).
+    // No upper bound: the wait is debt / share however large (a 1 s run at 1%: 100 s).
     AdaptiveInterval costly(1000, 0.01);
-    costly.observe_run(1000 * ms);
+    costly.observe_run(1000 * ms, 0);
     BOOST_TEST(std::abs(costly.interval_ms() - 100'000) <= 1);
     // Exactly at the budget: the nominal interval (25 ms per run at 5% needs 500 ms).
     AdaptiveInterval at_budget(500, 0.05);
-    at_budget.observe_run(25 * ms);
+    at_budget.observe_run(25 * ms, 0);
     BOOST_TEST(at_budget.interval_ms() == 500);
-    at_budget.observe_run(26 * ms); // 25.3 ms: 506 ms
-    BOOST_TEST(std::abs(at_budget.interval_ms() - 506) <= 1);
+    at_budget.observe_run(26 * ms, 500); // 25 earned, 51 spent: -26 ms, 520 ms
+    BOOST_TEST(std::abs(at_budget.interval_ms() - 520) <= 1);
 }
 
 BOOST_AUTO_TEST_CASE(worker_slots_are_reused_lowest_first) {
