@@ -143,10 +143,9 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
         "--no-clobber", options.no_clobber,
         "Refuse (exit 2) when the recording exists; by default the next free name is taken");
     force->excludes(no_clobber);
-    sub->add_option(
-        "--interval", options.intervals,
-        "TIER=DURATION, e.g. fast=100ms rollup=500ms maps=1s cgroup=1s residency=1s (the "
-        "defaults)");
+    sub->add_option("--interval", options.intervals,
+                    "TIER=DURATION, e.g. fast=100ms rollup=1s maps=5s cgroup=1s residency=1s (the "
+                    "defaults)");
     sub->add_option("--cpu-budget", options.cpu_budget, "Recorder CPU budget, share of one core")
         ->capture_default_str();
     sub->add_option("--pss-max-age", options.pss_max_age,

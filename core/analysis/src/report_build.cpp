@@ -151,7 +151,11 @@ ReportData build_report_data(const Recording& recording) {
         if (summary.tier == "rollup")
             for (const auto& [t, s] : data.rollup) {
                 ++summary.rows;
-                if (s.age_ms == 0) continue;
+                if (s.pss_computed) {
+                    ++summary.composite_rows;
+                    summary.oldest_composite_ms = std::max(summary.oldest_composite_ms, s.age_ms);
+                }
+                if (s.age_ms == 0 || s.pss_computed) continue;
                 ++summary.kept_rows;
                 summary.oldest_kept_ms = std::max(summary.oldest_kept_ms, s.age_ms);
             }

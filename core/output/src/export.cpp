@@ -97,8 +97,11 @@ void export_csv(const Recording& recording, std::ostream& out) {
                                                        {"private_dirty", s.private_dirty},
                                                        {"swap_pss", s.swap_pss},
                                                        {"locked", s.locked}};
-        // A reading kept while the tree stood still (its age in rollup.age_ms of the JSON).
-        const char* source = s.age_ms > 0 ? "smaps_rollup-kept" : "smaps_rollup";
+        // A reading kept while the tree stood still (its age in rollup.age_ms of the JSON), or a
+        // composite: the kernel's reading of the rest plus the data files' share from pagemap.
+        const char* source = s.pss_computed ? "smaps_rollup+pagemap"
+                             : s.age_ms > 0 ? "smaps_rollup-kept"
+                                            : "smaps_rollup";
         for (const auto& [name, v] : figures)
             csv.row(t, source, s.process_id, "", name, v);
     }
@@ -227,7 +230,8 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"swap", value(s.swap)},
                                     {"swap_pss", value(s.swap_pss)},
                                     {"locked", value(s.locked)},
-                                    {"age_ms", s.age_ms}});
+                                    {"age_ms", s.age_ms},
+                                    {"pss_computed", value(s.pss_computed)}});
     series["maps"] = json::array();
     for (const auto& m : data.maps)
         series["maps"].push_back({{"t_ms", m.t_ms},

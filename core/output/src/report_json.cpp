@@ -121,6 +121,8 @@ std::string render_report_json(const ReportData& r) {
                                 {"cpu_us_per_run", s.cpu_us_per_run},
                                 {"rows", s.rows},
                                 {"kept_rows", s.kept_rows},
+                                {"composite_rows", s.composite_rows},
+                                {"oldest_composite_ms", s.oldest_composite_ms},
                                 {"oldest_kept_ms", s.oldest_kept_ms}});
     out["markers"] = json::array();
     for (const auto& m : r.markers)

@@ -143,6 +143,13 @@ void append_header(std::string& out, const ReportData& r) {
                                "still (no fault, no move), the oldest {:.1f} s old "
                                "(docs/figures.md)\n",
                                t.kept_rows, t.rows, static_cast<double>(t.oldest_kept_ms) / 1000);
+    for (const auto& t : r.tiers)
+        if (t.composite_rows > 0)
+            out += fmt::format("  PSS composite {} of {} PSS readings: the data files' share "
+                               "computed from pagemap at the sample, the rest from a smaps_rollup "
+                               "reading up to {:.1f} s old (docs/figures.md)\n",
+                               t.composite_rows, t.rows,
+                               static_cast<double>(t.oldest_composite_ms) / 1000);
     out += "\n";
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ctime>
 #include <set>
+#include <unistd.h>
 #include <utility>
 
 namespace loaderlens {
@@ -12,11 +13,13 @@ namespace {
 
 // Shares of the CPU budget; the rest is left to the writer. The page-table walks (smaps_rollup,
 // pagemap) get the most because their cost grows with resident memory, while statm and cgroup
-// reads stay near-constant. Per-file figures come from the residency tier (pagemap, PSS computed)
-// at its rate; the full smaps of the maps tier is for the per-kind breakdown of the rest, and
-// gets less (docs/benchmarks-sampling.md: residency at 16 x 256 MiB needed more than 0.75%).
-constexpr double fast_share = 0.20, rollup_share = 0.35, maps_share = 0.10, cgroup_share = 0.05,
-                 residency_share = 0.25;
+// reads stay near-constant. The residency tier's pagemap walk gives the per-file figures and,
+// run with every rollup sample, the data files' share of each composite PSS, so it gets the
+// largest share; smaps_rollup is then read once per process per pss_max_age_ms while the
+// process moves (RollupSampler). The full smaps of the maps tier is for the per-kind breakdown
+// of the rest, at a lower rate (docs/benchmarks-sampling.md).
+constexpr double fast_share = 0.20, rollup_share = 0.20, maps_share = 0.10, cgroup_share = 0.05,
+                 residency_share = 0.40;
 
 std::int64_t thread_cpu_ns() {
     timespec ts{};
@@ -154,7 +157,7 @@ void Session::fast_run(SampleBatch& batch) {
     auto snapshot = std::make_shared<const std::vector<ProcessInfo>>(std::move(live));
     // The first scan reads every process on the machine once; later ones only what changed.
     // Counting it would stretch the 10 Hz tier for its first seconds.
-    if (!first_fast_run_) fast_interval_.observe_run(thread_cpu_ns() - cpu_start);
+    if (!first_fast_run_) fast_interval_.observe_run(thread_cpu_ns() - cpu_start, clock_.now_ms());
     first_fast_run_ = false;
 
     if (batch.t_ms >= next_cgroup_ms_) {
@@ -164,7 +167,7 @@ void Session::fast_run(SampleBatch& batch) {
         else
             batch.unavailable.push_back({0, "cgroup", cgroup_problem_});
         batch.system = read_system();
-        cgroup_interval_.observe_run(thread_cpu_ns() - cgroup_start);
+        cgroup_interval_.observe_run(thread_cpu_ns() - cgroup_start, clock_.now_ms());
         next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
     }
     const int count = static_cast<int>(snapshot->size());
@@ -204,29 +207,34 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     }
     batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
+    // Residency first: its pagemap walk gives the rollup tier the data files' share of each
+    // process at this moment, for composite PSS (RollupSampler).
+    FollowedShares followed;
+    if (tiers.residency) {
+        const std::int64_t start = thread_cpu_ns();
+        residency_.sample(*live, batch.residency, batch.unavailable);
+        followed = followed_shares(batch.residency.mapped, ::sysconf(_SC_PAGESIZE) / 1024);
+        residency_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
+        note_tier(batch, "residency", residency_interval_, count);
+    }
     if (tiers.rollup) {
         const std::int64_t start = thread_cpu_ns();
-        rollup_.sample(*live, batch.rollup, batch.unavailable);
+        rollup_.sample(*live, batch.rollup, batch.unavailable,
+                       tiers.residency ? &followed : nullptr);
         if (!batch.rollup.empty()) {
             std::int64_t total = 0;
             for (const auto& s : batch.rollup)
                 total += s.pss.value_or(0);
             total_pss_ = total;
         }
-        rollup_interval_.observe_run(thread_cpu_ns() - start);
+        rollup_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
         note_tier(batch, "rollup", rollup_interval_, count);
     }
     if (tiers.maps) {
         const std::int64_t start = thread_cpu_ns();
         maps_.sample(*live, batch.maps, batch.unavailable);
-        maps_interval_.observe_run(thread_cpu_ns() - start);
+        maps_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
         note_tier(batch, "maps", maps_interval_, count);
-    }
-    if (tiers.residency) {
-        const std::int64_t start = thread_cpu_ns();
-        residency_.sample(*live, batch.residency, batch.unavailable);
-        residency_interval_.observe_run(thread_cpu_ns() - start);
-        note_tier(batch, "residency", residency_interval_, count);
     }
     push(std::move(batch));
     return live;
@@ -251,13 +259,19 @@ void Session::deep_loop() {
             due = {true, true, true}; // a marker: every tier, now
             last_requested_run = now;
         }
+        // Composite PSS needs the data files' share now: a rollup sample walks pagemap too.
+        const bool composite = options_.pss_max_age_ms > 0;
+        if (due.rollup && composite) due.residency = true;
         if (due.rollup || due.maps || due.residency) {
             SampleBatch batch;
             auto sampled = deep_run(batch, due);
             auto next = [&](const AdaptiveInterval& interval) {
                 return std::max(now + interval.interval_ms(), clock_.now_ms());
             };
-            if (due.rollup) next_rollup = next(rollup_interval_);
+            if (due.rollup)
+                next_rollup = composite
+                                  ? std::max(next(rollup_interval_), next(residency_interval_))
+                                  : next(rollup_interval_);
             if (due.maps) next_maps = next(maps_interval_);
             if (due.residency) next_residency = next(residency_interval_);
             // Close the files of processes sampled last time and gone from this run's tree.

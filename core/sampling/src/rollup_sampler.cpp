@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -61,25 +62,74 @@ bool RollupSampler::read_rollup(const ProcessInfo& info, State& state, Problems&
     return true;
 }
 
+RollupSample RollupSampler::composite(const State& state, const FollowedShare& now,
+                                      std::int64_t age_ms) {
+    const FollowedShare& then = *state.share_at_read;
+    RollupSample row = state.reading;
+    auto shift = [](Kib& figure, std::int64_t from, std::int64_t to) {
+        if (figure) figure = std::max<std::int64_t>(0, *figure - from + to);
+    };
+    shift(row.rss, then.rss_kb, now.rss_kb);
+    shift(row.pss, then.pss_kb, now.pss_kb);
+    shift(row.pss_file, then.pss_kb, now.pss_kb);
+    // Which of the data files' pages are clean or dirty, shared or private, is not computed.
+    row.shared_clean = row.shared_dirty = row.private_clean = row.private_dirty = std::nullopt;
+    row.pss_computed = now.pss_kb;
+    row.age_ms = age_ms;
+    return row;
+}
+
+bool RollupSampler::rest_stood(const State& state, const FollowedShare& now,
+                               std::int64_t resident_pages) {
+    if (resident_pages < 0 || state.resident_at_read < 0) return false;
+    static const std::int64_t page_kb = ::sysconf(_SC_PAGESIZE) / 1024;
+    const std::int64_t moved = (resident_pages - state.resident_at_read) * page_kb -
+                               (now.rss_kb - state.share_at_read->rss_kb);
+    const std::int64_t allowed = std::max<std::int64_t>(1024, state.reading.pss.value_or(0) / 20);
+    return std::abs(moved) <= allowed;
+}
+
 void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<RollupSample>& out,
-                           Problems& problems) {
+                           Problems& problems, const FollowedShares* followed) {
     const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::steady_clock::now().time_since_epoch())
                                     .count();
     // Only when kept readings are allowed: a full sweep needs no look.
     const bool still = max_age_ms_ > 0 && stillness_.look(live);
-    read_last_ = 0;
+    read_last_ = composite_last_ = 0;
     for (const ProcessInfo& info : live) {
         State& state = states_[info.key];
-        if (still && state.has_reading && now_ms - state.read_ms < max_age_ms_) {
-            RollupSample kept = state.reading;
-            kept.age_ms = now_ms - state.read_ms;
+        const std::int64_t age = now_ms - state.read_ms;
+        const bool young = max_age_ms_ > 0 && state.has_reading && age < max_age_ms_;
+        if (still && young) {
+            // The last row (a composite's computed part stands still with the tree too).
+            RollupSample kept = state.last_row;
+            kept.age_ms = age;
             out.push_back(kept);
+            continue;
+        }
+        const FollowedShare* share = nullptr;
+        if (followed) {
+            auto it = followed->find(info.id);
+            if (it != followed->end()) share = &it->second;
+        }
+        // The same files as at the reading (a file mapped or dropped since moves the rest too),
+        // and the rest's resident memory where it was.
+        if (young && share && state.share_at_read &&
+            state.share_at_read->file_ids == share->file_ids &&
+            rest_stood(state, *share, stillness_.resident_pages(info.key))) {
+            state.last_row = composite(state, *share, age);
+            out.push_back(state.last_row);
+            ++composite_last_;
             continue;
         }
         ++read_last_;
         if (!read_rollup(info, state, problems)) continue;
         state.read_ms = now_ms;
+        state.share_at_read.reset();
+        if (share && state.reading.pss && state.reading.rss) state.share_at_read = *share;
+        state.resident_at_read = stillness_.resident_pages(info.key);
+        state.last_row = state.reading;
         out.push_back(state.reading);
     }
 }

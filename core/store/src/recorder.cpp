@@ -211,7 +211,7 @@ void Recorder::write(const SampleBatch& b) {
         s.bind(1, t).bind(2, r.process_id).bind(3, r.rss).bind(4, r.pss).bind(5, r.pss_anon);
         s.bind(6, r.pss_file).bind(7, r.pss_shmem).bind(8, r.shared_clean).bind(9, r.shared_dirty);
         s.bind(10, r.private_clean).bind(11, r.private_dirty).bind(12, r.swap).bind(13, r.swap_pss);
-        s.bind(14, r.locked).bind(15, r.age_ms).run();
+        s.bind(14, r.locked).bind(15, r.age_ms).bind(16, r.pss_computed).run();
     }
     for (const auto& m : b.maps) {
         for (const auto& o : m.objects) {

@@ -17,8 +17,9 @@ namespace loaderlens::recording_tables {
 // 2: loader_epochs, loader_workers; 3: loader_progress, residency_files, cache_residency,
 // mapped_residency; 4: processes.revision (raised each time a row is written), four
 // system_samples columns, bucket keyframes in the residency tables; 5: mapped_residency's
-// computed PSS and outside sharers, rollup_samples.age_ms (a reading kept while nothing moved).
-inline constexpr int schema_version = 5;
+// computed PSS and outside sharers, rollup_samples.age_ms (a reading kept while nothing moved);
+// 6: rollup_samples.pss_computed_kb (a composite row: the data files' share from pagemap).
+inline constexpr int schema_version = 6;
 
 struct Column {
     const char* name;
@@ -77,7 +78,8 @@ inline const std::vector<Table>& all() {
           {"swap_kb", "INTEGER"},
           {"swap_pss_kb", "INTEGER"},
           {"locked_kb", "INTEGER"},
-          {"age_ms", "INTEGER", 5}}},
+          {"age_ms", "INTEGER", 5},
+          {"pss_computed_kb", "INTEGER", 6}}},
         {"objects",
          1,
          {{"id", "INTEGER PRIMARY KEY"},

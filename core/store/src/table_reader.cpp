@@ -101,6 +101,10 @@ void TableReader::rollup(Cursor& cursor, RecordingData& out) {
         if (r.age_ms < 0)
             throw sql::Error("rollup_samples.age_ms: " + std::to_string(r.age_ms),
                              sql::error_mismatch);
+        r.pss_computed = q.optional_int64(16); // NULL before schema 6, and in rows read whole
+        if (r.pss_computed && *r.pss_computed < 0)
+            throw sql::Error("rollup_samples.pss_computed_kb: " + std::to_string(*r.pss_computed),
+                             sql::error_mismatch);
         return Timed<RollupSample>{q.int64(1), r};
     });
 }

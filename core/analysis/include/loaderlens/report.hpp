@@ -93,6 +93,8 @@ struct TierSummary {
     // rollup: its rows, those that repeat a reading kept while the tree stood still, and the
     // oldest such reading's age.
     std::int64_t rows = 0, kept_rows = 0, oldest_kept_ms = 0;
+    // rollup: rows whose PSS is composite (the rest kept, the data files' share from pagemap).
+    std::int64_t composite_rows = 0, oldest_composite_ms = 0;
 };
 
 struct TreeTotals {

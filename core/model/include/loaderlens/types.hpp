@@ -76,6 +76,11 @@ struct RollupSample {
     // 0: read at this sample. Otherwise the figures of a reading this many ms old, kept because
     // nothing that moves them moved since (RollupSampler); never more than its max_age_ms.
     std::int64_t age_ms = 0;
+    // Set in a composite row: the part of pss (and of pss_file, and of rss as present pages) that
+    // is the followed data files' share computed from pagemap at this sample; the rest of each
+    // figure is the kernel reading age_ms old, and the clean/dirty split is then unavailable.
+    // Empty in a row read or kept whole (and in recordings before schema 6).
+    Kib pss_computed;
 };
 
 // What backs a group of mappings.

@@ -36,7 +36,7 @@
 namespace loaderlens {
 
 struct SessionOptions {
-    std::int64_t fast_ms = 100, rollup_ms = 500, maps_ms = 1000, cgroup_ms = 1000;
+    std::int64_t fast_ms = 100, rollup_ms = 1000, maps_ms = 5000, cgroup_ms = 1000;
     std::int64_t residency_ms = 1000;
     ResidencyOptions residency;
     double cpu_budget = 0.05; // of one core, for all tiers together

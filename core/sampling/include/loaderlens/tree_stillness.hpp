@@ -26,6 +26,11 @@ class TreeStillness {
     // True when nothing moved since the previous look (false at the first, and when a process
     // could not be read).
     bool look(const std::vector<ProcessInfo>& live);
+    // statm's resident pages of a process at the last look; -1 when it could not be read.
+    std::int64_t resident_pages(const ProcessKey& key) const {
+        auto it = states_.find(key);
+        return it == states_.end() ? -1 : it->second.last.resident;
+    }
 
   private:
     struct Movement {

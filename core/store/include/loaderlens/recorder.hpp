@@ -17,7 +17,7 @@
 namespace loaderlens {
 
 // The schema this loaderlens writes (history: docs/recording.md).
-inline constexpr int recording_schema_version = 5;
+inline constexpr int recording_schema_version = 6;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 class ResidencyWriter;
