@@ -13,15 +13,20 @@
 #   5. reading bench: one poll of a live 16-worker recording at 1 min, 30 min and 2 h against the
 #      time-based query it replaced, and opening a 1 h x 32-worker recording for the report and
 #      its series against SQLite reading every row (~1 min; ~250 MiB of recordings, ~1 GiB RAM)
+#   6. epoch-end bench: a real PyTorch job (2 x 256 MiB .npy, np.load mmap, 5 workers re-forked
+#      each epoch, 3 epochs of ~6 s) under `loaderlens record`; at each epoch's end it reads its
+#      workers' smaps itself, marks the end and waits for the recorder's sample: per-file RSS at
+#      the marker against that smaps, the recorder's CPU share and its tiers' longest intervals
+#      (~40 s; 512 MiB of data; skipped, with a message, without Debian's python3-torch)
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end), and
 # ~2 GiB of memory for the 64-worker fleet's page tables.
 #
-# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading]
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end]
 #                              [sampler bench arguments...]
 #
 # Exit status: non-zero when something broke (build, setup, a measurement missing). A missed
 # performance target is printed as MISSED; the sampler and loader benches still exit 0 (a result,
-# not a failure), the fleet, residency and reading benches exit 3 (issues 11 and 12 ask them to),
+# not a failure), the fleet, residency, reading and epoch-end benches exit 3 (issues 11 and 12 ask them to),
 # and so does this script then (after running the others).
 # Extra arguments go to the sampler bench (e.g. --sizes-mib=0,256 --benchmark_repetitions=3).
 set -euo pipefail
@@ -34,9 +39,9 @@ if [ "${1:-}" = "--only" ]; then
   only=${2:-}
   shift 2 || true
   case "$only" in
-    sampler | fleet | loader | residency | reading) ;;
+    sampler | fleet | loader | residency | reading | epoch-end) ;;
     *)
-      echo "bench.sh: --only takes sampler, fleet, loader, residency or reading" >&2
+      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading or epoch-end" >&2
       exit 2
       ;;
   esac
@@ -99,6 +104,16 @@ if run reading; then
   echo
   echo "### reading bench"
   build-bench/bench/loaderlens_bench_reading || note_exit reading $?
+fi
+
+if run epoch-end; then
+  echo
+  echo "### epoch-end bench"
+  if /usr/bin/python3 -c "import torch, numpy" 2>/dev/null; then
+    /usr/bin/python3 bench/epoch_end_torch.py build-bench/cli/loaderlens || note_exit epoch-end $?
+  else
+    echo "epoch-end bench: SKIPPED: Debian's python3-torch is not installed (/usr/bin/python3)"
+  fi
 fi
 
 if ((status != 0)); then

@@ -59,8 +59,10 @@ BOOST_AUTO_TEST_CASE(record_report_export_with_generations) {
     constexpr std::int64_t hold_ms = 600, generations = 3;
     make_file(data, file_kb * 1024);
     const auto started = std::chrono::steady_clock::now();
-    auto result =
-        run(record_argv(out, workload(data, workers, anon_kb / mib_kb, generations, hold_ms)));
+    // PSS every 250 ms (the default is 1 s): each generation holds its peak for 600 ms only.
+    auto argv = record_argv(out, workload(data, workers, anon_kb / mib_kb, generations, hold_ms));
+    argv.insert(argv.begin() + 3, {"--interval", "rollup=250ms"});
+    auto result = run(argv);
     const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - started)
                              .count();

@@ -276,11 +276,11 @@ BOOST_AUTO_TEST_CASE(mapping_kinds) {
 }
 
 // AdaptiveInterval: an account that earns the tier's share of each wall-clock millisecond (saved
-// up to share x 10 s) and spends each run's CPU time; in debt, the next run waits until the debt
+// up to share x 2 s) and spends each run's CPU time; in debt, the next run waits until the debt
 // is paid. Figures below computed by hand from that rule.
 BOOST_AUTO_TEST_CASE(adaptive_interval_stretches_under_the_budget) {
     constexpr std::int64_t ms = 1'000'000;   // ns
-    AdaptiveInterval rollup(500, 0.05);      // 500 ms nominal, 5% of a core (cap 500 ms of CPU)
+    AdaptiveInterval rollup(500, 0.05);      // 500 ms nominal, 5% of a core (cap 100 ms of CPU)
     BOOST_TEST(rollup.interval_ms() == 500); // nothing measured yet
     rollup.observe_run(10 * ms, 0);          // 10 ms in debt: repaid in 200 ms, nominal holds
     BOOST_TEST(rollup.interval_ms() == 500);
@@ -307,20 +307,20 @@ BOOST_AUTO_TEST_CASE(adaptive_interval_stretches_under_the_budget) {
         spike.observe_run(1 * ms, t); // earns 25 ms per 500 ms, spends 1 ms
     BOOST_TEST(spike.interval_ms() == 500);
     BOOST_TEST(std::abs(spike.balance_us() - (4 * 25'000.0 - 5 * 1000.0)) < 1.0); // 95 ms saved
-    spike.observe_run(300 * ms, t); // 95 + 25 - 300 = -180 ms: 3.6 s to pay
-    BOOST_TEST(spike.interval_ms() == 3600);
+    spike.observe_run(300 * ms, t); // min(95 + 25, 100) - 300 = -200 ms: 4 s to pay
+    BOOST_TEST(spike.interval_ms() == 4000);
     t += spike.interval_ms();
     spike.observe_run(1 * ms, t); // paid, minus 1 ms
     BOOST_TEST(spike.interval_ms() == 500);
 
-    // Savings are capped at share x 10 s (500 ms of CPU here): an hour of quiet does not buy an
+    // Savings are capped at share x 2 s (100 ms of CPU here): an hour of quiet does not buy an
     // hour's worth of expensive runs.
     AdaptiveInterval quiet(500, 0.05);
     quiet.observe_run(0, 0);
     quiet.observe_run(0, 3'600'000);
-    BOOST_TEST(quiet.balance_us() == 500'000.0);
-    quiet.observe_run(600 * ms, 3'600'001); // 500 - 600 = -100 ms: 2 s
-    BOOST_TEST(std::abs(quiet.interval_ms() - 2000) <= 1);
+    BOOST_TEST(quiet.balance_us() == 100'000.0);
+    quiet.observe_run(600 * ms, 3'600'001); // 100 - 600 = -500 ms: 10 s
+    BOOST_TEST(std::abs(quiet.interval_ms() - 10'000) <= 1);
 }
 
 BOOST_AUTO_TEST_CASE(adaptive_interval_bounds) {

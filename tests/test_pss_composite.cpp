@@ -165,7 +165,9 @@ BOOST_AUTO_TEST_CASE(composite_pss_follows_the_data_files_and_the_bound_brings_t
             BOOST_TEST(unseen[1].pss_computed.has_value());
             const std::int64_t missed =
                 kernel_rollup(children[1]->pid()).pss_kb - unseen[1].pss.value_or(0);
-            BOOST_TEST((missed >= 448 && missed <= 576), "missed " << missed << " KiB");
+            // Most of it: pages of the file reclaimed meanwhile (other tests running) lower both
+            // sides.
+            BOOST_TEST((missed >= 256 && missed <= 640), "missed " << missed << " KiB");
             std::this_thread::sleep_until(read_at + std::chrono::milliseconds(max_age_ms + 50));
             const auto fresh = sample();
             BOOST_TEST(!fresh[1].pss_computed.has_value());

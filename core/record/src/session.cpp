@@ -11,15 +11,16 @@ namespace loaderlens {
 
 namespace {
 
-// Shares of the CPU budget; the rest is left to the writer. The page-table walks (smaps_rollup,
-// pagemap) get the most because their cost grows with resident memory, while statm and cgroup
-// reads stay near-constant. The residency tier's pagemap walk gives the per-file figures and,
-// run with every rollup sample, the data files' share of each composite PSS, so it gets the
-// largest share; smaps_rollup is then read once per process per pss_max_age_ms while the
-// process moves (RollupSampler). The full smaps of the maps tier is for the per-kind breakdown
-// of the rest, at a lower rate (docs/benchmarks-sampling.md).
-constexpr double fast_share = 0.20, rollup_share = 0.20, maps_share = 0.10, cgroup_share = 0.05,
-                 residency_share = 0.40;
+// Shares of the CPU budget; the rest (15%) is left to the writer and the main thread. The
+// page-table walks (smaps_rollup, pagemap) get the most because their cost grows with resident
+// memory, while statm and cgroup reads stay near-constant. A rollup sample runs the residency
+// tier's pagemap walk too (the data files' share of each composite PSS), and such a joint run is
+// charged to one account holding both shares, so neither tier stretches the other; smaps_rollup
+// is then read once per process per pss_max_age_ms while the process moves (RollupSampler). The
+// full smaps of the maps tier is for the per-kind breakdown of the rest, at a lower rate
+// (docs/benchmarks-sampling.md).
+constexpr double fast_share = 0.15, rollup_share = 0.25, maps_share = 0.10, cgroup_share = 0.05,
+                 residency_share = 0.30;
 
 std::int64_t thread_cpu_ns() {
     timespec ts{};
@@ -45,7 +46,10 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
       rollup_(options_.pss_max_age_ms), maps_(options_.maps_min_file_kb),
       residency_(options_.residency),
       fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
-      rollup_interval_(options_.rollup_ms, options_.cpu_budget * rollup_share),
+      rollup_interval_(options_.rollup_ms,
+                       options_.cpu_budget * (options_.pss_max_age_ms > 0
+                                                  ? rollup_share + residency_share
+                                                  : rollup_share)),
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
       residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
@@ -210,12 +214,17 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     // Residency first: its pagemap walk gives the rollup tier the data files' share of each
     // process at this moment, for composite PSS (RollupSampler).
     FollowedShares followed;
+    std::int64_t residency_cpu_ns = 0;
     if (tiers.residency) {
         const std::int64_t start = thread_cpu_ns();
         residency_.sample(*live, batch.residency, batch.unavailable);
         followed = followed_shares(batch.residency.mapped, ::sysconf(_SC_PAGESIZE) / 1024);
-        residency_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
-        note_tier(batch, "residency", residency_interval_, count);
+        residency_cpu_ns = thread_cpu_ns() - start;
+        // A joint run (below) is charged to the rollup tier's account.
+        if (!(tiers.rollup && options_.pss_max_age_ms > 0)) {
+            residency_interval_.observe_run(residency_cpu_ns, clock_.now_ms());
+            note_tier(batch, "residency", residency_interval_, count);
+        }
     }
     if (tiers.rollup) {
         const std::int64_t start = thread_cpu_ns();
@@ -227,8 +236,11 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
                 total += s.pss.value_or(0);
             total_pss_ = total;
         }
-        rollup_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
+        const bool joint = tiers.residency && options_.pss_max_age_ms > 0;
+        rollup_interval_.observe_run(thread_cpu_ns() - start + (joint ? residency_cpu_ns : 0),
+                                     clock_.now_ms());
         note_tier(batch, "rollup", rollup_interval_, count);
+        if (joint) note_tier(batch, "residency", rollup_interval_, count);
     }
     if (tiers.maps) {
         const std::int64_t start = thread_cpu_ns();
@@ -268,12 +280,13 @@ void Session::deep_loop() {
             auto next = [&](const AdaptiveInterval& interval) {
                 return std::max(now + interval.interval_ms(), clock_.now_ms());
             };
-            if (due.rollup)
-                next_rollup = composite
-                                  ? std::max(next(rollup_interval_), next(residency_interval_))
-                                  : next(rollup_interval_);
+            if (due.rollup) next_rollup = next(rollup_interval_);
             if (due.maps) next_maps = next(maps_interval_);
-            if (due.residency) next_residency = next(residency_interval_);
+            // After a joint run the residency tier may still run alone sooner, on its own account.
+            if (due.residency)
+                next_residency = due.rollup && composite
+                                     ? std::min(next_rollup, next(residency_interval_))
+                                     : next(residency_interval_);
             // Close the files of processes sampled last time and gone from this run's tree.
             forget_missing(rollup_, previous, *sampled);
             forget_missing(residency_, previous, *sampled);
