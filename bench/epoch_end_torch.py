@@ -74,13 +74,23 @@ for epoch in range(epochs):
 
 
 def recorder_cpu_poll(pid, out, stop):
-    """The recorder's own CPU (utime + stime, not its children's), polled until it exits."""
+    """The recorder's own CPU (utime + stime, not its children's), polled until it exits, and
+    per thread (by name: loaderlens-fast, loaderlens-deep; the main thread writes)."""
     tick = os.sysconf("SC_CLK_TCK")
+    threads = out.setdefault("threads", {})
     while not stop.is_set():
         try:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             out["cpu_s"] = (int(fields[11]) + int(fields[12])) / tick
             out["wall_s"] = time.monotonic() - out["start"]
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    text = open(f"/proc/{pid}/task/{tid}/stat").read()
+                    name = text[text.index("(") + 1:text.rindex(")")]
+                    f = text.rsplit(")", 1)[1].split()
+                    threads[tid] = (name, (int(f[11]) + int(f[12])) / tick)
+                except (OSError, ValueError):
+                    pass
         except (OSError, IndexError, ValueError):
             return
         time.sleep(0.05)
@@ -168,6 +178,11 @@ def judge(db, oracle_path, cpu, a):
     tiers = dict(con.execute("SELECT tier, MAX(interval_ms) FROM tier_stats GROUP BY tier"))
     share = cpu.get("cpu_s", 0) / max(cpu.get("wall_s", 1), 1e-9)
     print(f"recorder CPU {100 * share:.2f}% of one core over {cpu.get('wall_s', 0):.1f} s")
+    by_name = {}
+    for name, seconds in cpu.get("threads", {}).values():
+        by_name[name] = by_name.get(name, 0) + seconds
+    wall = max(cpu.get("wall_s", 1), 1e-9)
+    print("  by thread:", ", ".join(f"{n} {100 * s / wall:.2f}%" for n, s in sorted(by_name.items())))
     print("longest interval per tier (tier_stats):",
           ", ".join(f"{k} {v} ms" for k, v in sorted(tiers.items())))
     print(f"worst epoch-end per-file RSS error (pagemap vs smaps oracle): {100 * worst:.2f}%")

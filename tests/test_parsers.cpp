@@ -321,6 +321,9 @@ BOOST_AUTO_TEST_CASE(adaptive_interval_stretches_under_the_budget) {
     BOOST_TEST(quiet.balance_us() == 100'000.0);
     quiet.observe_run(600 * ms, 3'600'001); // 100 - 600 = -500 ms: 10 s
     BOOST_TEST(std::abs(quiet.interval_ms() - 10'000) <= 1);
+    // In debt until it is paid, counting what it earned since its last run.
+    BOOST_TEST(quiet.in_debt(3'600'001 + 9'990));
+    BOOST_TEST(!quiet.in_debt(3'600'001 + 10'000));
 }
 
 BOOST_AUTO_TEST_CASE(adaptive_interval_bounds) {

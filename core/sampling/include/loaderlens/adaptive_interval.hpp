@@ -53,6 +53,14 @@ class AdaptiveInterval {
     double average_cpu_us() const { return average_us_; }
     // Saved CPU time (negative: debt), in microseconds.
     double balance_us() const { return balance_us_; }
+    // Whether the account is still in debt at now_ms, counting what it has earned since its last
+    // run (a run then would stretch the tier).
+    bool in_debt(std::int64_t now_ms) const {
+        if (budget_fraction_ <= 0 || balance_us_ >= 0) return false;
+        const auto since =
+            static_cast<double>(std::max<std::int64_t>(0, now_ms - last_run_ms_.value_or(now_ms)));
+        return balance_us_ + budget_fraction_ * since * 1000.0 < 0;
+    }
 
   private:
     std::int64_t nominal_ms_;
