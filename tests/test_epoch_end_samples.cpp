@@ -157,9 +157,26 @@ BOOST_AUTO_TEST_CASE(a_reforked_replay_records_per_file_figures_at_each_epoch_en
     // Regular deep samples every 5 s: a deep sample within 300 ms of each epoch's end can only
     // be one the marker asked for. A budget of half a core keeps the maps tier's account out of
     // debt, so that its smaps sweep joins every marker's sample (it is left out when in debt).
-    Child replay({cli_path(), "replay", "-q", "-o", db, data, "--workers", "2", "--epochs", "3",
-                  "--step-time", "2ms", "--interval", "rollup=5s", "--interval", "maps=5s",
-                  "--interval", "residency=5s", "--cpu-budget", "50%"});
+    Child replay({cli_path(),
+                  "replay",
+                  "-q",
+                  "-o",
+                  db,
+                  data,
+                  "--workers",
+                  "2",
+                  "--epochs",
+                  "3",
+                  "--step-time",
+                  "2ms",
+                  "--interval",
+                  "rollup=5s",
+                  "--interval",
+                  "maps=5s",
+                  "--interval",
+                  "residency=5s",
+                  "--cpu-budget",
+                  "50%"});
     std::map<int, std::map<pid_t, SmapsOfFile>> oracle;
     {
         EpochEndOracle watcher(db + ".markers", st.st_ino, replay.pid());
