@@ -108,12 +108,14 @@ TreeChanges TreeTracker::scan() {
     still_there.reserve(listing.size());
     for (const auto& [pid, inode] : listing) {
         auto old = known_.find(pid);
-        if (old != known_.end() && old->second.inode == inode &&
-            !live_.contains(ProcessKey{pid, old->second.start_ticks})) {
+        const bool same = old != known_.end() && old->second.inode == inode;
+        const bool member = same && live_.contains(ProcessKey{pid, old->second.start_ticks});
+        if (same && !member) {
             still_there.emplace(pid, old->second);
             continue;
         }
-        if (auto stat = read_stat(pid)) {
+        // Members are read at every scan, through a file kept open; the others once.
+        if (auto stat = member ? member_stats_.read(pid, inode) : read_stat(pid)) {
             still_there.emplace(pid, Known{stat->start_ticks, stat->ppid, inode});
             fresh.emplace(pid, std::move(*stat));
         }
@@ -232,6 +234,10 @@ TreeChanges TreeTracker::scan() {
         live_.emplace(info.key, info);
         changes.born.push_back(std::move(info));
     }
+    member_stats_.keep_only([this](pid_t pid) {
+        auto known = known_.find(pid);
+        return known != known_.end() && live_.contains(ProcessKey{pid, known->second.start_ticks});
+    });
     return changes;
 }
 

@@ -12,6 +12,7 @@
 
 #include "loaderlens/clock.hpp"
 #include "loaderlens/exit_watcher.hpp"
+#include "loaderlens/open_stat_files.hpp"
 #include "loaderlens/types.hpp"
 #include "loaderlens/worker_rule.hpp"
 #include "loaderlens/worker_slots.hpp"
@@ -77,6 +78,7 @@ class TreeTracker {
     std::unordered_map<pid_t, Known> known_;
     std::map<ProcessKey, ProcessInfo> live_;
     std::unordered_map<pid_t, int> reaped_status_;
+    OpenStatFiles member_stats_;
     WorkerSlots slots_;
     ExitWatcher exits_;
     std::int64_t next_id_ = 1;
