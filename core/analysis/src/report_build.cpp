@@ -77,7 +77,8 @@ ReportData build_report_data(const Recording& recording) {
         p.pss.offer(s.pss, t);
         p.uss.offer(s.uss(), t);
         p.final_pss = s.pss;
-        p.final_uss = s.uss();
+        // A composite row has no USS (docs/figures.md): the last reading's stands.
+        if (s.uss() || !s.pss_computed) p.final_uss = s.uss();
         p.final_pss_age_ms = s.age_ms;
         p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }
