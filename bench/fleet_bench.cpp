@@ -158,7 +158,7 @@ void print_sweeps(const std::vector<FleetResult>& results, const Options& o, Tal
 
 void print_recorder(const std::vector<RecorderRun>& runs, const std::vector<bool>& judged,
                     const Options& o, Tally& tally) {
-    std::printf("\n== loaderlens record (defaults: fast 100 ms, rollup 500 ms, maps 1 s, "
+    std::printf("\n== loaderlens record (defaults: fast 100 ms, rollup 1 s, maps 5 s, "
                 "residency 1 s, --cpu-budget 5%%): CPU of one core ==\n");
     std::printf("%-26s %6s %8s %7s %7s %8s %12s %7s %s\n", "scenario", "procs", "recorded",
                 "wall s", "cpu s", "cpu %", "after warmup", "target", "result");
