@@ -119,14 +119,13 @@ void Session::push(SampleBatch&& batch) {
     queue_.push_back(std::move(batch));
 }
 
-void Session::note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
-                        int processes) {
+void Session::note_tier(SampleBatch& batch, const char* tier, std::int64_t interval_ms,
+                        double cpu_us_per_run, int processes) {
     // Each thread touches only its own tiers' entries (all created in the constructor).
     auto& [logged_interval, logged_t] = tier_logged_.at(tier);
-    if (logged_interval == interval.interval_ms() && batch.t_ms - logged_t < 10'000) return;
-    batch.tier_stats.push_back(
-        {tier, interval.interval_ms(), interval.average_cpu_us(), processes});
-    logged_interval = interval.interval_ms();
+    if (logged_interval == interval_ms && batch.t_ms - logged_t < 10'000) return;
+    batch.tier_stats.push_back({tier, interval_ms, cpu_us_per_run, processes});
+    logged_interval = interval_ms;
     logged_t = batch.t_ms;
 }
 
@@ -179,8 +178,9 @@ void Session::fast_run(SampleBatch& batch) {
         next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
     }
     const int count = static_cast<int>(snapshot->size());
-    note_tier(batch, "fast", fast_interval_, count);
-    note_tier(batch, "cgroup", cgroup_interval_, count);
+    note_tier(batch, "fast", fast_interval_.interval_ms(), fast_interval_.average_cpu_us(), count);
+    note_tier(batch, "cgroup", cgroup_interval_.interval_ms(), cgroup_interval_.average_cpu_us(),
+              count);
     push(std::move(batch));
     {
         std::lock_guard lock(snapshot_mutex_);
@@ -224,10 +224,14 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
         residency_.sample(*live, batch.residency, batch.unavailable);
         followed = followed_shares(batch.residency.mapped, ::sysconf(_SC_PAGESIZE) / 1024);
         residency_cpu_ns = thread_cpu_ns() - start;
-        // A joint run (below) is charged to the rollup tier's account.
-        if (!(tiers.rollup && options_.pss_max_age_ms > 0)) {
+        // A joint run (below) is charged to the rollup tier's account; the residency tier's log
+        // then gives its own cost and the interval it runs at (the sooner of the two accounts').
+        if (tiers.rollup && options_.pss_max_age_ms > 0) {
+            residency_interval_.note_cost(residency_cpu_ns);
+        } else {
             residency_interval_.observe_run(residency_cpu_ns, clock_.now_ms());
-            note_tier(batch, "residency", residency_interval_, count);
+            note_tier(batch, "residency", residency_interval_.interval_ms(),
+                      residency_interval_.average_cpu_us(), count);
         }
     }
     if (tiers.rollup) {
@@ -243,14 +247,19 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
         const bool joint = tiers.residency && options_.pss_max_age_ms > 0;
         rollup_interval_.observe_run(thread_cpu_ns() - start + (joint ? residency_cpu_ns : 0),
                                      clock_.now_ms());
-        note_tier(batch, "rollup", rollup_interval_, count);
-        if (joint) note_tier(batch, "residency", rollup_interval_, count);
+        note_tier(batch, "rollup", rollup_interval_.interval_ms(),
+                  rollup_interval_.average_cpu_us(), count);
+        if (joint)
+            note_tier(batch, "residency",
+                      std::min(rollup_interval_.interval_ms(), residency_interval_.interval_ms()),
+                      residency_interval_.average_cpu_us(), count);
     }
     if (tiers.maps) {
         const std::int64_t start = thread_cpu_ns();
         maps_.sample(*live, batch.maps, batch.unavailable);
         maps_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
-        note_tier(batch, "maps", maps_interval_, count);
+        note_tier(batch, "maps", maps_interval_.interval_ms(), maps_interval_.average_cpu_us(),
+                  count);
     }
     push(std::move(batch));
     return live;

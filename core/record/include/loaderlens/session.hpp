@@ -94,8 +94,8 @@ class Session {
     std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, DeepTiers tiers);
     void push(SampleBatch&& batch);
     // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
-    void note_tier(SampleBatch& batch, const char* tier, const AdaptiveInterval& interval,
-                   int processes);
+    void note_tier(SampleBatch& batch, const char* tier, std::int64_t interval_ms,
+                   double cpu_us_per_run, int processes);
     // Sleeps until `due_ms`, stop() (false) or, with `deep_request`, a marker's request for a
     // sample of every tier.
     bool sleep_until(std::int64_t due_ms, bool deep_request = false);

@@ -40,6 +40,11 @@ class AdaptiveInterval {
         }
         balance_us_ -= us;
         last_run_ms_ = now_ms;
+        note_cost(cpu_ns);
+    }
+    // A run whose cost another account pays (a joint run): the tier log's average only.
+    void note_cost(std::int64_t cpu_ns) {
+        const double us = std::max(0.0, static_cast<double>(cpu_ns) / 1000.0);
         average_us_ = runs_ == 0 ? us : 0.7 * average_us_ + 0.3 * us; // for the tier log only
         ++runs_;
     }
