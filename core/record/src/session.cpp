@@ -48,9 +48,8 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
       residency_(options_.residency),
       fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
       rollup_interval_(options_.rollup_ms,
-                       options_.cpu_budget * (options_.pss_max_age_ms > 0
-                                                  ? rollup_share + residency_share
-                                                  : rollup_share)),
+                       options_.cpu_budget *
+                           (composite_pss() ? rollup_share + residency_share : rollup_share)),
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
       residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
@@ -215,6 +214,8 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     }
     batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
+    // A joint run: residency walks for the rollup tier's composite PSS, on the rollup's account.
+    const bool joint = tiers.rollup && tiers.residency && composite_pss();
     // Residency first: its pagemap walk gives the rollup tier the data files' share of each
     // process at this moment, for composite PSS (RollupSampler).
     FollowedShares followed;
@@ -226,7 +227,7 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
         residency_cpu_ns = thread_cpu_ns() - start;
         // A joint run (below) is charged to the rollup tier's account; the residency tier's log
         // then gives its own cost and the interval it runs at (the sooner of the two accounts').
-        if (tiers.rollup && options_.pss_max_age_ms > 0) {
+        if (joint) {
             residency_interval_.note_cost(residency_cpu_ns);
         } else {
             residency_interval_.observe_run(residency_cpu_ns, clock_.now_ms());
@@ -244,7 +245,6 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
                 total += s.pss.value_or(0);
             total_pss_ = total;
         }
-        const bool joint = tiers.residency && options_.pss_max_age_ms > 0;
         rollup_interval_.observe_run(thread_cpu_ns() - start + (joint ? residency_cpu_ns : 0),
                                      clock_.now_ms());
         note_tier(batch, "rollup", rollup_interval_.interval_ms(),
@@ -288,8 +288,7 @@ void Session::deep_loop() {
             last_requested_run = now;
         }
         // Composite PSS needs the data files' share now: a rollup sample walks pagemap too.
-        const bool composite = options_.pss_max_age_ms > 0;
-        if (due.rollup && composite) due.residency = true;
+        if (due.rollup && composite_pss()) due.residency = true;
         if (due.rollup || due.maps || due.residency) {
             SampleBatch batch;
             auto sampled = deep_run(batch, due);
@@ -300,7 +299,7 @@ void Session::deep_loop() {
             if (due.maps) next_maps = next(maps_interval_);
             // After a joint run the residency tier may still run alone sooner, on its own account.
             if (due.residency)
-                next_residency = due.rollup && composite
+                next_residency = due.rollup && composite_pss()
                                      ? std::min(next_rollup, next(residency_interval_))
                                      : next(residency_interval_);
             // Close the files of processes sampled last time and gone from this run's tree.

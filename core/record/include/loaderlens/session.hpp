@@ -94,6 +94,8 @@ class Session {
     std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, DeepTiers tiers);
     void push(SampleBatch&& batch);
     // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
+    // Rollup samples are composite (RollupSampler) and run the residency walk with them.
+    bool composite_pss() const { return options_.pss_max_age_ms > 0; }
     void note_tier(SampleBatch& batch, const char* tier, std::int64_t interval_ms,
                    double cpu_us_per_run, int processes);
     // Sleeps until `due_ms`, stop() (false) or, with `deep_request`, a marker's request for a
