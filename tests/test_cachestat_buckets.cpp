@@ -69,12 +69,15 @@ BOOST_AUTO_TEST_CASE(reads_only_the_buckets_that_moved, *LOADERLENS_MAY_SKIP) {
     BOOST_TEST(check_read(kept, path, layout) == buckets); // the first read: every bucket
     BOOST_TEST(check_read(kept, path, layout) == 1);       // nothing moved: the whole file once
 
-    // Pages leave two buckets far apart: each is found by halving (8 levels of 256 buckets).
+    // Pages leave two buckets far apart: each is found by halving (8 levels of 256 buckets). A
+    // third bucket may be re-read as well: evicting 64 pages advances the kernel's eviction clock,
+    // and bucket 10's "recently evicted" count can age meanwhile (21 calls in a clean-clone CI run
+    // of b94be05 on 2026-11-26, against 17 for two buckets).
     evict(path, 10 * 64 + 5, 3);
     evict(path, 200 * 64, 64);
     const int after_eviction = check_read(kept, path, layout);
     BOOST_TEST_MESSAGE("calls after evicting in 2 buckets: " << after_eviction);
-    BOOST_TEST(after_eviction <= 1 + 2 * 8);
+    BOOST_TEST(after_eviction <= 1 + 3 * 8);
 
     // Pages come back (their shadow entries go): found the same way. Bucket 10's count of
     // "recently" evicted pages may move meanwhile without any page moving (the kernel ages
