@@ -48,6 +48,16 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
     add_whole_number_option<std::int64_t>(p, "--cow-heap", f.cow_heap_mib, 0, max_cow_heap_mib,
                                           "MiB of small objects main builds before fork; workers "
                                           "touch them like CPython refcounts");
+    add_whole_number_option<std::int64_t>(p, "--prefork-anon", f.prefork_anon_mib, 0,
+                                          max_cow_heap_mib,
+                                          "MiB of anonymous memory main fills before fork and "
+                                          "keeps (np.load without mmap); workers inherit it");
+    add_whole_number_option<std::int64_t>(p, "--leak-per-epoch", f.leak_mib_per_epoch, 0,
+                                          max_cow_heap_mib,
+                                          "MiB worker --leak-worker allocates at each epoch's "
+                                          "start and never frees (a leak, for the diagnosis)");
+    add_whole_number_option(p, "--leak-worker", f.leak_worker, 0, max_in_flight - 1,
+                            "The worker that leaks (--leak-per-epoch)");
     p->add_option("--step-time", f.step_time, "Simulated training step per batch (5ms, 200us)")
         ->capture_default_str();
     p->add_option("--epoch-pause", f.epoch_pause, "Pause after each epoch (1s, 500ms)")
@@ -131,6 +141,9 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     o.lmdb_open = *lmdb_open;
     o.readahead = f.readahead == "on";
     o.cow_heap_mib = f.cow_heap_mib;
+    o.prefork_anon_mib = f.prefork_anon_mib;
+    o.leak_mib_per_epoch = f.leak_mib_per_epoch;
+    o.leak_worker = f.leak_worker;
     o.reopen_each_epoch = f.reopen_each_epoch;
     o.step_us = *step;
     o.epoch_pause_ms = *pause / 1000;
@@ -168,6 +181,9 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
                                   "--workers",     number(f.workers),
                                   "--prefetch",    number(f.prefetch),
                                   "--cow-heap",    number(f.cow_heap_mib),
+                                  "--prefork-anon", number(f.prefork_anon_mib),
+                                  "--leak-per-epoch", number(f.leak_mib_per_epoch),
+                                  "--leak-worker", number(f.leak_worker),
                                   "--step-time",   f.step_time,
                                   "--epoch-pause", f.epoch_pause,
                                   "--read",        f.read,

@@ -36,6 +36,9 @@ struct LoaderFlags {
     std::string lmdb_open = "worker";
     std::string readahead = "on";
     std::int64_t cow_heap_mib = 0;
+    std::int64_t prefork_anon_mib = 0;
+    std::int64_t leak_mib_per_epoch = 0;
+    int leak_worker = 0;
     bool reopen_each_epoch = false;
     std::string step_time = "0";
     std::string epoch_pause = "0";

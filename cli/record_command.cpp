@@ -331,6 +331,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             if (!outcome.stop_reason.empty())
                 recorder->set_meta("stop_reason", outcome.stop_reason);
             if (hooks.before_finish) hooks.before_finish(*recorder, clock, output);
+            write_recorder_footprint(*recorder);
             recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());
         } catch (const std::exception& e) {
             print_error(output + ": cannot finish the recording: " + e.what());

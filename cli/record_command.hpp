@@ -23,6 +23,7 @@ struct RecordOptions {
     std::vector<std::string> intervals;
     std::string cpu_budget = "5%";
     std::string pss_max_age = "5s";
+    std::string mem_limit; // the job's memory limit, for the report's margins (empty: none)
     std::optional<std::string> worker_match;
     std::int64_t maps_min_kb = 1024;
     int residency_buckets = 256;

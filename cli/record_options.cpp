@@ -121,6 +121,10 @@ bool session_options_from(const RecordOptions& o, SessionOptions& session_option
         return false;
     }
     session_options.pss_max_age_ms = *max_age_us / 1000;
+    if (!o.mem_limit.empty() && !parse_size(o.mem_limit)) {
+        print_error("--mem-limit " + o.mem_limit + ": expected a size like 4GiB, 4G or 4096MiB");
+        return false;
+    }
     session_options.maps_min_file_kb = o.maps_min_kb;
     if (!residency_options_from(o, session_options.residency)) return false;
     if (o.worker_match) {
@@ -152,6 +156,9 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
                     "Keep a PSS reading while the tree stands still, at most this long (0: read "
                     "every sample)")
         ->capture_default_str();
+    sub->add_option("--mem-limit", options.mem_limit,
+                    "The job's memory limit (e.g. 4GiB), kept in the recording: the report's "
+                    "margins use it before SLURM's --mem and the cgroup's limit");
     add_whole_number_option<std::int64_t>(
         sub, "--maps-min-size", options.maps_min_kb, 0, max_maps_min_kb,
         "Files with less resident (KiB) are summed into one 'other' row per process");

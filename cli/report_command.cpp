@@ -28,13 +28,27 @@ Runner add_report(CLI::App& app) {
     struct Options {
         std::string file;
         bool json = false;
+        std::string mem_limit;
     };
     auto o = std::make_shared<Options>();
     CLI::App* sub =
         app.add_subcommand("report", "Summarize a recording: processes, mapped files, tree totals");
     sub->add_option("file", o->file, "Recording file")->required();
     sub->add_flag("--json", o->json, "Machine-readable JSON instead of text");
+    sub->add_option("--mem-limit", o->mem_limit,
+                    "The memory limit to hold the scheduler views against (e.g. 4GiB); before the "
+                    "one recorded, SLURM's --mem and the cgroup's limit");
     return [o] {
+        DiagnosisOptions options;
+        if (!o->mem_limit.empty()) {
+            const auto bytes = parse_size(o->mem_limit);
+            if (!bytes) {
+                print_error("--mem-limit " + o->mem_limit +
+                            ": expected a size like 4GiB, 4G or 4096MiB");
+                return exit_bad_input;
+            }
+            options.mem_limit_kb = *bytes / 1024;
+        }
         InputFiles inputs;
         inputs.add_recording(o->file);
         if (auto problem = recording_name_problem(o->file)) {
@@ -47,7 +61,7 @@ Runner add_report(CLI::App& app) {
         }
         try {
             Recording recording(o->file);
-            ReportData data = build_report(recording);
+            ReportData data = build_report(recording, options);
             std::cout << (o->json ? render_report_json(data) : render_report_text(data));
             return exit_ok;
         } catch (const RecordingError& e) {

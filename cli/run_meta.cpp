@@ -2,6 +2,8 @@
 #include "run_meta.hpp"
 
 #include "loaderlens/exit_watcher.hpp"
+#include "loaderlens/proc_text.hpp"
+#include "commands.hpp"
 #include "output_name.hpp"
 
 #include <algorithm>
@@ -82,9 +84,27 @@ void write_run_meta(Recorder& recorder, const RecordingClock& clock,
     recorder.set_meta("residency_min_size_bytes", std::to_string(residency.min_size_bytes));
     recorder.set_meta("residency_method", o.residency_method);
     if (o.worker_match) recorder.set_meta("worker_match", *o.worker_match);
+    if (auto bytes = o.mem_limit.empty() ? std::nullopt : parse_size(o.mem_limit))
+        recorder.set_meta("mem_limit_kb", std::to_string(*bytes / 1024));
     // How exit statuses of processes the recorder does not reap itself are known.
     recorder.set_meta("exit_status_source",
                       ExitWatcher::kernel_supports_pidfd_exit_info() ? "pidfd" : "zombie-or-wait");
+}
+
+void write_recorder_footprint(Recorder& recorder) {
+    Kib peak_rss, anon, pss;
+    if (auto status = read_text_file("/proc/self/status")) {
+        const KbField fields[] = {{"VmHWM", &peak_rss}, {"RssAnon", &anon}};
+        parse_kb_fields(*status, fields);
+    }
+    if (auto rollup = read_text_file("/proc/self/smaps_rollup")) {
+        const KbField fields[] = {{"Pss", &pss}};
+        parse_kb_fields(*rollup, fields);
+    }
+    for (const auto& [key, value] : {std::pair{"recorder_peak_rss_kb", peak_rss},
+                                     std::pair{"recorder_anon_kb", anon},
+                                     std::pair{"recorder_pss_kb", pss}})
+        if (value) recorder.set_meta(key, std::to_string(*value));
 }
 
 } // namespace loaderlens::cli

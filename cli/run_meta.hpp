@@ -16,4 +16,8 @@ const std::vector<const char*>& slurm_variables();
 void write_run_meta(Recorder& recorder, const RecordingClock& clock,
                     const SessionOptions& session_options, const RecordOptions& options);
 
+// The recorder's own size as the run ends (it is a process of the SLURM step, counted with the
+// job): recorder_peak_rss_kb (VmHWM), recorder_anon_kb (RssAnon), recorder_pss_kb (Pss).
+void write_recorder_footprint(Recorder& recorder);
+
 } // namespace loaderlens::cli

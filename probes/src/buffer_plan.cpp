@@ -71,6 +71,12 @@ void check_memory(const LoaderOptions& o, const DatasetLayout& layout, const Buf
     };
     refuse_over(static_cast<double>(o.cow_heap_mib) * (1 << 20), 1,
                 "--cow-heap " + std::to_string(o.cow_heap_mib));
+    refuse_over(static_cast<double>(o.prefork_anon_mib) * (1 << 20), 1,
+                "--prefork-anon " + std::to_string(o.prefork_anon_mib));
+    // A leak grows every epoch; what it reaches by the last epoch must fit.
+    refuse_over(static_cast<double>(o.leak_mib_per_epoch) * (1 << 20) * std::max(o.epochs, 1), 1,
+                "--leak-per-epoch " + std::to_string(o.leak_mib_per_epoch) + " over " +
+                    std::to_string(o.epochs) + " epochs");
     // ReadProgress notes every record read: one bit per record, for main and each worker.
     const int trackers = std::max(o.pattern.workers, 0) + 1;
     refuse_over(static_cast<double>(layout.record_count / 64 + 1) * 8 * trackers, 0.25,

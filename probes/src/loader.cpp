@@ -5,6 +5,7 @@
 #include "loader_events.hpp"
 #include "read_progress.hpp"
 #include "sample_reader.hpp"
+#include "prefork_buffer.hpp"
 #include "shared_buffers.hpp"
 #include "splitmix.hpp"
 #include "worker_pool.hpp"
@@ -46,6 +47,14 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (o.cow_heap_mib < 0 || o.cow_heap_mib > (1 << 20))
         throw LoaderError("--cow-heap " + std::to_string(o.cow_heap_mib) +
                           ": expected MiB between 0 and 1048576");
+    for (auto [mib, name] : {std::pair{o.prefork_anon_mib, "--prefork-anon"},
+                             std::pair{o.leak_mib_per_epoch, "--leak-per-epoch"}})
+        if (mib < 0 || mib > (1 << 20))
+            throw LoaderError(std::string(name) + " " + std::to_string(mib) +
+                              ": expected MiB between 0 and 1048576");
+    if (o.leak_mib_per_epoch > 0 && (o.leak_worker < 0 || o.leak_worker >= o.pattern.workers))
+        throw LoaderError("--leak-worker " + std::to_string(o.leak_worker) +
+                          ": needs 0 <= worker < --workers " + std::to_string(o.pattern.workers));
     if (o.step_us < 0 || o.epoch_pause_ms < 0)
         throw LoaderError("--step-time and --epoch-pause must not be negative");
     constexpr std::int64_t day_ms = 86'400'000;
@@ -82,6 +91,7 @@ class Loader {
     LoaderEvents events_;
     ReadProgress progress_;
     std::unique_ptr<CowHeap> heap_;
+    std::unique_ptr<PreforkBuffer> prefork_;
     SampleReader reader_;
     std::unique_ptr<SharedSegment> batch_buffers_;
     // workers == 0: main collates into its own memory, 64-byte aligned like PyTorch's CPU
@@ -104,6 +114,9 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
       heap_(options.cow_heap_mib > 0
                 ? std::make_unique<CowHeap>(options.cow_heap_mib, layout.record_count)
                 : nullptr),
+      prefork_(options.prefork_anon_mib > 0
+                   ? std::make_unique<PreforkBuffer>(options.prefork_anon_mib)
+                   : nullptr),
       reader_(layout, options) {
     summary_.dataset = layout;
     if (workers_ > 0) {
@@ -113,6 +126,8 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
                              .batch_bytes = slot_bytes_,
                              .reader = &reader_,
                              .heap = heap_.get(),
+                             .leak_bytes_per_epoch = o_.leak_mib_per_epoch << 20,
+                             .leak_worker = o_.leak_worker,
                              .reopen_each_epoch = o_.reopen_each_epoch,
                              .dataset = layout_.path};
         pool_ = std::make_unique<WorkerPool>(workers_, in_flight_, shared);
@@ -276,6 +291,9 @@ LoaderSummary Loader::run() {
                    {"lmdb_open", to_string(o_.lmdb_open)},
                    {"readahead", o_.readahead},
                    {"cow_heap_mib", o_.cow_heap_mib},
+                   {"prefork_anon_mib", o_.prefork_anon_mib},
+                   {"leak_mib_per_epoch", o_.leak_mib_per_epoch},
+                   {"leak_worker", o_.leak_worker},
                    {"reopen_each_epoch", o_.reopen_each_epoch},
                    {"subset", o_.pattern.subset},
                    {"seed", o_.pattern.seed},
@@ -292,9 +310,10 @@ LoaderSummary Loader::run() {
         else if (o_.reopen_each_epoch && epoch > 0)
             reader_.reopen();
         summary_.epochs.push_back(run_epoch(epoch, generation));
-        // Workers about to exit: let the recorder take its epoch-end sample of them first.
-        const bool workers_exit = workers_ > 0 && (!o_.persistent || epoch + 1 == o_.epochs);
-        if (workers_exit) events_.wait_until_sampled(summary_.epochs.back().end_boot_ns);
+        // Let the recorder take its epoch-end sample first: of workers about to exit, and of
+        // persistent ones before the next epoch moves their figures (the diagnosis compares
+        // epoch ends; a sample taken after the next epoch began would shift growth by an epoch).
+        if (workers_ > 0) events_.wait_until_sampled(summary_.epochs.back().end_boot_ns);
         if (workers_ > 0 && !o_.persistent) pool_->stop();
         sleep_us(o_.epoch_pause_ms * 1000);
     }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
 
@@ -52,15 +54,34 @@ void send_failure(const WorkerContext& context, std::int64_t batch, Failure fail
 }
 } // namespace
 
+namespace {
+// --leak-per-epoch: memory taken and written at an epoch's start, never given back (a cache
+// that only grows). Filled so that every page is resident and private.
+void leak(const WorkerContext& context) {
+    if (context.leak_bytes_per_epoch <= 0 || context.worker != context.leak_worker) return;
+    const auto bytes = static_cast<std::size_t>(context.leak_bytes_per_epoch);
+    void* block = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) throw std::runtime_error("--leak-per-epoch: cannot allocate");
+    std::memset(block, 0x5a, bytes);
+}
+} // namespace
+
 int worker_main(const WorkerContext& context) {
     std::vector<Sample> samples;
     TaskHeader task{};
+    try {
+        leak(context); // the first epoch starts with the worker
+    } catch (const std::exception& e) {
+        send_failure(context, -1, Failure::run, e.what());
+        return 1;
+    }
     while (read_all(context.task_fd, &task, sizeof task)) {
         samples.resize(static_cast<std::size_t>(std::max(task.samples, 0)));
         if (!read_all(context.task_fd, samples.data(), samples.size() * sizeof(Sample))) break;
         try {
             if (task.batch_number < 0) { // a new epoch
                 if (context.reopen_each_epoch) context.reader->reopen();
+                leak(context);
                 continue;
             }
             std::byte* out =

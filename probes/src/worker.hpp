@@ -41,6 +41,8 @@ struct WorkerContext {
     std::size_t batch_bytes = 0;
     SampleReader* reader = nullptr;
     CowHeap* heap = nullptr;
+    std::int64_t leak_bytes_per_epoch = 0; // --leak-per-epoch, in worker leak_worker only
+    int leak_worker = 0;
     bool reopen_each_epoch = false;
     std::string dataset; // names the dataset in a damaged-dataset error
 };

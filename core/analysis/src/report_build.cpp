@@ -34,7 +34,7 @@ const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, st
 
 namespace {
 
-ReportData build_report_data(const Recording& recording) {
+ReportData build_report_data(const Recording& recording, const DiagnosisOptions& options) {
     ReportData r;
     const RecordingData data = recording.read_all();
     r.path = recording.path();
@@ -174,13 +174,14 @@ ReportData build_report_data(const Recording& recording) {
     }
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
     r.residency = summarize_residency(recording, data, r.processes);
+    r.diagnosis = diagnose(data, r, options);
     return r;
 }
 
 } // namespace
 
-ReportData build_report(const Recording& recording) {
-    return build_report_data(recording); // Recording's methods throw RecordingError only
+ReportData build_report(const Recording& recording, const DiagnosisOptions& options) {
+    return build_report_data(recording, options); // Recording's methods throw RecordingError only
 }
 
 } // namespace loaderlens

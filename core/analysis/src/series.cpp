@@ -17,7 +17,7 @@ struct FigureName {
     FigureSource source;
 };
 
-constexpr std::array<FigureName, 24> figure_names{{
+constexpr std::array<FigureName, 26> figure_names{{
     {Figure::rss, "rss", FigureSource::fast},
     {Figure::rss_anon, "rss_anon", FigureSource::fast},
     {Figure::rss_file, "rss_file", FigureSource::fast},
@@ -29,6 +29,8 @@ constexpr std::array<FigureName, 24> figure_names{{
     {Figure::pss_file, "pss_file", FigureSource::rollup},
     {Figure::pss_shmem, "pss_shmem", FigureSource::rollup},
     {Figure::swap_pss, "swap_pss", FigureSource::rollup},
+    {Figure::private_dirty, "private_dirty", FigureSource::rollup},
+    {Figure::locked, "locked", FigureSource::rollup},
     {Figure::cgroup_usage, "cgroup_usage", FigureSource::cgroup},
     {Figure::cgroup_anon, "cgroup_anon", FigureSource::cgroup},
     {Figure::cgroup_file, "cgroup_file", FigureSource::cgroup},
@@ -76,6 +78,10 @@ Kib rollup_figure(const RollupSample& s, Figure f) {
         return s.pss_file;
     case Figure::pss_shmem:
         return s.pss_shmem;
+    case Figure::private_dirty:
+        return s.private_dirty;
+    case Figure::locked:
+        return s.locked;
     default:
         return s.swap_pss;
     }

@@ -17,4 +17,9 @@ std::string process_label(const ProcessInfo& p);
 namespace loaderlens {
 // The residency section (report_residency_text.cpp).
 void append_residency(std::string& out, const ReportData& r);
+// The diagnosis (report_diagnosis_text.cpp).
+void append_verdict(std::string& out, const ReportData& r);
+void append_findings(std::string& out, const ReportData& r);
+void append_timelines(std::string& out, const ReportData& r);
+void append_epochs(std::string& out, const ReportData& r);
 } // namespace loaderlens

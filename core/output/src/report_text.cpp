@@ -187,22 +187,17 @@ void append_totals(std::string& out, const ReportData& r) {
                 "  -> Σ RSS is {:.1f}x Σ PSS: pages shared between processes (mapped files, "
                 "copy-on-write, shared memory) are counted once per process by RSS.\n",
                 ratio);
-        // Name the file that shares the most, so the gap has a cause a user can act on.
-        const FileSummary* top = nullptr;
-        for (const auto& f : r.files) {
-            auto excess = [](const FileSummary& file) {
-                return saturating_sub(file.total_rss.value.value_or(0),
-                                      file.total_pss.value.value_or(0));
-            };
-            if (!top || excess(f) > excess(*top)) top = &f;
-        }
-        if (ratio >= 1.5 && top &&
-            top->total_rss.value.value_or(0) >= saturating_mul(2, top->total_pss.value.value_or(0)))
-            out +=
-                fmt::format("  -> most of it is {}: Σ RSS {} but Σ PSS {} ({} processes mapped it) "
-                            "-- its page cache, counted once per process by RSS\n",
-                            top->object.path, kib(top->total_rss.value), kib(top->total_pss.value),
-                            top->processes.size());
+    }
+    // What the gap is made of, each cause by its measured share (docs/findings.md).
+    const Diagnosis& d = r.diagnosis;
+    if (d.gap_total_kb && *d.gap_total_kb > 0 && !d.gap.empty()) {
+        out += fmt::format("  -> Σ RSS - Σ PSS was {} at {}; it is made of:\n", kib(d.gap_total_kb),
+                           seconds(d.gap_ms));
+        for (const GapShare& g : d.gap)
+            out += fmt::format("       {:>10} {:>4.0f}%  {}\n", kib(g.gap_kb),
+                               100.0 * static_cast<double>(g.gap_kb) /
+                                   static_cast<double>(*d.gap_total_kb),
+                               g.cause == "file" ? g.what : g.cause + ": " + g.what);
     }
     out += "\n";
 }
@@ -342,7 +337,11 @@ void append_rest(std::string& out, const ReportData& r) {
 std::string render_report_text(const ReportData& r) {
     std::string out;
     append_header(out, r);
+    append_verdict(out, r);
     append_totals(out, r);
+    append_timelines(out, r);
+    append_epochs(out, r);
+    append_findings(out, r);
     append_processes(out, r);
     append_files(out, r);
     append_residency(out, r);

@@ -3,6 +3,7 @@
 // Built from a Recording by pure functions; rendered as text or JSON.
 #pragma once
 
+#include "loaderlens/diagnosis.hpp"
 #include "loaderlens/recording.hpp"
 
 #include <map>
@@ -126,6 +127,7 @@ struct ReportData {
     std::vector<Timed<Unavailability>> unavailable;
     std::vector<FileResidencySummary> residency;
     LoaderRun loader; // empty unless the run came from `loaderlens replay`
+    Diagnosis diagnosis;
 };
 
 // The residency part of build_report (report_residency.cpp): from `data`, all of `recording`.
@@ -133,7 +135,10 @@ std::vector<FileResidencySummary> summarize_residency(const Recording& recording
                                                       const RecordingData& data,
                                                       const std::vector<ProcessSummary>& processes);
 
-ReportData build_report(const Recording& recording);
+ReportData build_report(const Recording& recording, const DiagnosisOptions& options = {});
+// The diagnosis of `data` (all of a recording), whose report is `report` (diagnosis.cpp).
+Diagnosis diagnose(const RecordingData& data, const ReportData& report,
+                   const DiagnosisOptions& options);
 // The process with this recording id among `processes`, or null.
 const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, std::int64_t id);
 std::string render_report_text(const ReportData& report);

@@ -30,6 +30,8 @@ enum class Figure {
     pss_file,
     pss_shmem,
     swap_pss,
+    private_dirty,
+    locked,
     // cgroup tier: the recorder's memory cgroup (the selector does not apply)
     cgroup_usage,
     cgroup_anon,

@@ -53,6 +53,13 @@ struct LoaderOptions {
     LmdbOpen lmdb_open = LmdbOpen::worker;
     bool readahead = true; // LMDB: off = MDB_NORDAHEAD
     std::int64_t cow_heap_mib = 0;
+    // MiB of anonymous memory main fills before fork and never frees, that workers inherit and
+    // never touch (np.load without mmap, a tensor built in Dataset.__init__).
+    std::int64_t prefork_anon_mib = 0;
+    // A leak: worker `leak_worker` allocates and fills this many MiB at each epoch's start and
+    // keeps it.
+    std::int64_t leak_mib_per_epoch = 0;
+    int leak_worker = 0;
     bool reopen_each_epoch = false;
     std::int64_t step_us = 0;                // simulated training step in main, per batch
     std::int64_t epoch_pause_ms = 0;         // pause after each epoch (validation, checkpointing)

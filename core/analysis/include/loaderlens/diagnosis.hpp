@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// The diagnosis of a recording: what each scheduler will count and the limit it is held against,
+// the epochs and each worker slot's growth across them, and findings that say why memory looks
+// the way it does and what to change. Plain values; built by diagnose() (report.hpp), rendered by
+// the text and JSON reports, read by the CI check and the dashboard. Rules, thresholds and the
+// measurements behind them: docs/findings.md; JSON keys: docs/report-json.md.
+#pragma once
+
+#include "loaderlens/series.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loaderlens {
+
+// Most severe first: a sort by severity puts what can kill the job at the top.
+enum class Severity { critical, warning, info };
+const char* to_string(Severity severity);
+
+// The memory a job is held against, and where that figure came from.
+struct MemoryLimit {
+    Kib kb;             // empty: no limit known
+    std::string source; // "--mem-limit", "SLURM_MEM_PER_NODE", "cgroup v1 memory.limit_in_bytes"...
+};
+
+// One way of counting the tree's memory, as a scheduler or the kernel does (kernel-notes.md).
+struct SchedulerView {
+    std::string key;      // stable: slurm_linux, slurm_usepss, slurm_noshared, slurm_cgroup,
+                          // cgroup_usage, k8s_working_set
+    std::string name;     // "SLURM jobacct_gather/linux"
+    std::string counts;   // what it sums, in a few words
+    std::string source;   // the recorded figures it is computed from
+    std::string at_limit; // what happens when the figure reaches the limit
+    std::vector<SeriesPoint> points; // every tick of the tier it comes from
+    Kib peak;
+    std::int64_t peak_ms = 0;
+    // The process that held the most of it at the peak tick (per-process views only).
+    std::optional<std::int64_t> peak_process_id;
+    Kib peak_process_kb;
+    std::int64_t interval_ms = 0; // the longest interval its tier ran at: shorter spikes can be missed
+    // The recorder's own part of this figure (it is a process of the step); peak + recorder is
+    // what the scheduler sees for the job with the recorder inside it.
+    Kib recorder_kb;
+    bool recorder_in_figure = false; // a cgroup figure: the recorder is charged there already
+    MemoryLimit limit;
+    Kib margin_kb; // limit - (peak + recorder); negative: over it
+    std::string unavailable; // why there is no peak (no cgroup sample, no PSS readable...)
+};
+
+struct Epoch {
+    int number = 0;
+    std::int64_t start_ms = 0, end_ms = 0;
+};
+
+// One figure of one worker slot (or main) at each epoch's end, or over time without epochs.
+struct GrowthFigure {
+    std::string figure; // rss, pss, uss, private_dirty, rss_file, or "file" for a mapped file
+    std::string path;   // the file, for "file"
+    std::vector<Kib> at_epoch_end; // one per epoch (empty value: not sampled in that epoch)
+    // Grew by more than the noise threshold at every epoch end of >= 3 epochs, in one process.
+    bool monotone = false;
+    // Without epochs: the figure over the slot's lifetime after its settling time.
+    std::optional<std::int64_t> trend_from_ms, trend_to_ms;
+    Kib trend_first, trend_last;
+    std::optional<std::int64_t> growth_per_epoch_kb() const; // mean over the epochs, if >= 2
+};
+
+struct SlotGrowth {
+    int slot = -1; // -1: the main process
+    std::string label;
+    int generations = 0;
+    std::vector<GrowthFigure> figures;
+    const GrowthFigure* find(const std::string& figure, const std::string& path = {}) const;
+};
+
+// One cause of the gap between Σ RSS and Σ PSS: pages counted by RSS in every process that maps
+// them, split by what backs them (the largest first).
+struct GapShare {
+    std::string cause; // "file", "shmem", "anon"
+    std::string what;  // the file, or a description
+    std::int64_t gap_kb = 0;
+};
+
+struct Finding {
+    std::string kind; // stable key (docs/findings.md)
+    Severity severity = Severity::info;
+    std::string title;                 // one line, the conclusion
+    std::vector<std::string> evidence; // numbers, processes, files, times
+    std::string advice;                // what to change
+    // What it is about, for a viewer to select: processes, a worker slot, a file, a time range.
+    std::vector<std::int64_t> process_ids;
+    int slot = -1;
+    std::string file;
+    std::int64_t from_ms = 0, to_ms = 0;
+    // Its key figure, which a user (and a test) can check against the kernel.
+    std::string figure_name;
+    double figure = 0;
+    std::string figure_unit; // "KiB", "x", "KiB/epoch"
+};
+
+// A slot's figures over the run in equal time columns (the highest value sampled in each; empty:
+// no sample), for a sparkline in a terminal.
+struct SlotTimeline {
+    int slot = -1; // -1: main
+    std::string label;
+    std::int64_t from_ms = 0, to_ms = 0;
+    std::vector<Kib> rss, pss, uss;
+    int samples_rss = 0, samples_pss = 0; // rows behind them
+};
+
+struct Diagnosis {
+    std::vector<SchedulerView> schedulers;
+    MemoryLimit limit;
+    // Recorder's own size (meta written when it finished; empty if it was killed).
+    Kib recorder_peak_rss_kb, recorder_pss_kb, recorder_anon_kb;
+    // What the cgroup held at its first sample, before the command had done much.
+    Kib cgroup_before_kb;
+    std::vector<Epoch> epochs;
+    std::string epochs_source; // "markers", "generations", or empty: not known
+    std::vector<SlotGrowth> growth;
+    std::vector<SlotTimeline> timelines;
+    std::vector<GapShare> gap; // at gap_ms
+    std::int64_t gap_ms = 0;
+    Kib gap_total_kb; // Σ RSS - Σ PSS at gap_ms
+    std::vector<Finding> findings; // most severe first
+    const SchedulerView* view(const std::string& key) const;
+};
+
+struct DiagnosisOptions {
+    Kib mem_limit_kb; // the report's --mem-limit: before any other limit
+};
+
+} // namespace loaderlens

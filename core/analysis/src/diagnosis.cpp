@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// diagnose(): the parts in order, each from the recording's rows and what came before it.
+#include "diagnosis_parts.hpp"
+#include "loaderlens/units.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+
+namespace loaderlens {
+
+const char* to_string(Severity severity) {
+    switch (severity) {
+    case Severity::critical:
+        return "critical";
+    case Severity::warning:
+        return "warning";
+    case Severity::info:
+        return "info";
+    }
+    return "info";
+}
+
+const SchedulerView* Diagnosis::view(const std::string& key) const {
+    for (const SchedulerView& v : schedulers)
+        if (v.key == key) return &v;
+    return nullptr;
+}
+
+const GrowthFigure* SlotGrowth::find(const std::string& figure, const std::string& path) const {
+    for (const GrowthFigure& f : figures)
+        if (f.figure == figure && f.path == path) return &f;
+    return nullptr;
+}
+
+std::optional<std::int64_t> GrowthFigure::growth_per_epoch_kb() const {
+    std::optional<std::int64_t> first, last;
+    std::int64_t steps = 0;
+    for (const Kib& v : at_epoch_end) {
+        if (!v) continue;
+        if (!first) first = *v;
+        else ++steps;
+        last = *v;
+    }
+    if (!first || steps == 0) return std::nullopt;
+    return (*last - *first) / steps;
+}
+
+namespace diagnosis {
+
+std::string size_text(std::int64_t kb) {
+    if (kb < 0) return "-" + format_kib(-kb);
+    return format_kib(kb);
+}
+
+std::string label_of(const ProcessInfo& p) {
+    if (p.role == Role::worker) return fmt::format("worker {} (gen {})", p.slot, p.generation);
+    return to_string(p.role);
+}
+
+} // namespace diagnosis
+
+namespace {
+
+// Wide enough to see an epoch's growth, narrow enough for an 80-column terminal with a label.
+constexpr int timeline_columns = 48;
+
+Kib meta_kb(const RecordingData& data, const std::string& key) {
+    auto it = data.meta.find(key);
+    if (it == data.meta.end()) return std::nullopt;
+    std::int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+    if (ec != std::errc{} || value < 0) return std::nullopt;
+    return value;
+}
+
+} // namespace
+
+Diagnosis diagnose(const RecordingData& data, const ReportData& report,
+                   const DiagnosisOptions& options) {
+    using namespace diagnosis;
+    Diagnosis d;
+    const ProcessRows rows(data);
+    d.recorder_peak_rss_kb = meta_kb(data, "recorder_peak_rss_kb");
+    d.recorder_pss_kb = meta_kb(data, "recorder_pss_kb");
+    d.recorder_anon_kb = meta_kb(data, "recorder_anon_kb");
+    if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
+    d.limit = resolve_limit(data, options);
+    d.schedulers = scheduler_views(data, report, d);
+    d.epochs = find_epochs(data, d.epochs_source);
+    d.growth = slot_growth(data, rows, d.epochs, report.duration_ms);
+    d.timelines = slot_timelines(data, rows, report.duration_ms, timeline_columns);
+    gap_shares(data, rows, d);
+
+    const Context context{data, report, rows, d};
+    std::vector<Finding> findings;
+    limit_findings(context, findings);
+    growth_findings(context, findings);
+    sharing_findings(context, findings);
+    loader_findings(context, findings);
+    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+        return static_cast<int>(a.severity) < static_cast<int>(b.severity);
+    });
+    d.findings = std::move(findings);
+    return d;
+}
+
+} // namespace loaderlens

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// The parts diagnose() is made of, each in the file named after it: scheduler views and the
+// limit (scheduler_views.cpp), epochs and growth (epoch_growth.cpp), the RSS-PSS gap
+// (gap_shares.cpp), and the findings (findings_*.cpp). Internal to the analysis layer.
+#pragma once
+
+#include "loaderlens/diagnosis.hpp"
+#include "loaderlens/report.hpp"
+
+#include <unordered_map>
+
+namespace loaderlens::diagnosis {
+
+// Each process's rows of the fast and rollup tables, as indices in time order: one pass over the
+// tables instead of one per slot and figure (a 1 h x 32-worker recording holds 1.2 M fast rows).
+struct ProcessRows {
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> fast, rollup;
+    explicit ProcessRows(const RecordingData& data);
+};
+
+// A process's figure at its last tick in [from_ms, to_ms] where the figure was read (empty: none).
+struct TimedValue {
+    std::int64_t t_ms = 0;
+    std::int64_t kb = 0;
+};
+std::optional<TimedValue> last_value(const RecordingData& data, const ProcessRows& rows,
+                                     std::int64_t process_id, Figure figure, std::int64_t from_ms,
+                                     std::int64_t to_ms);
+std::optional<TimedValue> first_value(const RecordingData& data, const ProcessRows& rows,
+                                      std::int64_t process_id, Figure figure, std::int64_t from_ms,
+                                      std::int64_t to_ms);
+
+// Everything a rule may look at.
+struct Context {
+    const RecordingData& data;
+    const ReportData& report;
+    const ProcessRows& rows;
+    const Diagnosis& diagnosis; // schedulers, limit, epochs, growth and gap already filled in
+};
+
+MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options);
+std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData& report,
+                                           const Diagnosis& diagnosis);
+std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
+std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows& rows,
+                                    const std::vector<Epoch>& epochs, std::int64_t end_ms);
+// The gap between RSS and PSS at a rollup tick, by cause: per process, RssAnon - Pss_Anon,
+// RssShmem - Pss_Shmem and RssFile - Pss_File (RSS split from the fast tier's row at or just
+// before the tick).
+struct CauseGaps {
+    std::int64_t anon = 0, shmem = 0, file = 0;
+    std::unordered_map<std::int64_t, std::int64_t> anon_by_process;
+};
+CauseGaps cause_gaps_at(const RecordingData& data, const ProcessRows& rows, std::int64_t t_ms);
+// The rollup tick with the largest Σ RSS - Σ PSS (empty: no rollup row with both).
+std::optional<std::int64_t> widest_gap_tick(const RecordingData& data);
+std::vector<SlotTimeline> slot_timelines(const RecordingData& data, const ProcessRows& rows,
+                                         std::int64_t end_ms, int columns);
+void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& diagnosis);
+
+// The rules, each appending what it found.
+void sharing_findings(const Context& context, std::vector<Finding>& out);
+void growth_findings(const Context& context, std::vector<Finding>& out);
+void loader_findings(const Context& context, std::vector<Finding>& out);
+void limit_findings(const Context& context, std::vector<Finding>& out);
+
+// "12.3 MiB" and friends, for evidence lines.
+std::string size_text(std::int64_t kb);
+std::string label_of(const ProcessInfo& process);
+
+} // namespace loaderlens::diagnosis

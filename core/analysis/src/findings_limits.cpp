@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// Findings about memory held by main for the batches (shared-memory batches, scenario 8; pinned
+// staging, 9), a dataset the page cache cannot hold (10), and a limit that is near (12).
+// docs/findings.md.
+#include "diagnosis_parts.hpp"
+#include "findings_thresholds.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace loaderlens::diagnosis {
+
+namespace {
+
+struct MainPeak {
+    std::int64_t process_id = 0, kb = 0, t_ms = 0;
+};
+
+// The highest value of a figure in a main process, with its tick.
+std::optional<MainPeak> main_peak(const Context& c, Figure figure) {
+    std::optional<MainPeak> best;
+    for (const ProcessInfo& p : c.data.processes) {
+        if (p.role != Role::main) continue;
+        const Series s = series(c.data, {.figure = figure, .selector = Selector::process(p.id)});
+        if (s.peak && (!best || *s.peak > best->kb)) best = MainPeak{p.id, *s.peak, s.peak_ms};
+    }
+    return best;
+}
+
+nlohmann::json loader_config(const Context& c) {
+    if (c.data.loader.config_json.empty()) return nlohmann::json::object();
+    auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
+    return config.is_object() ? config : nlohmann::json::object();
+}
+
+void batches_in_main(const Context& c, std::vector<Finding>& out) {
+    const auto config = loader_config(c);
+    const auto locked = main_peak(c, Figure::locked);
+    const auto shmem = main_peak(c, Figure::rss_shmem);
+    const std::int64_t locked_kb = locked ? locked->kb : 0;
+    // Pinned staging is shared and locked: what is not locked is the batches.
+    if (shmem && shmem->kb - locked_kb >= thresholds::shmem_batches_min_kb) {
+        const std::int64_t batches_kb = shmem->kb - locked_kb;
+        Finding x;
+        x.kind = "shared_memory_batches";
+        x.severity = Severity::info;
+        x.title = fmt::format("shared-memory batches in flight: {} in main", size_text(batches_kb));
+        const std::int64_t ring = config.value("batch_ring_bytes", std::int64_t{0});
+        if (ring > 0)
+            x.evidence.push_back(fmt::format(
+                "= workers x prefetch x batch: {} x {} x {} = {}", config.value("workers", 0),
+                config.value("prefetch", 0), size_text(ring / 1024 / std::max(1, config.value("workers", 1)) /
+                                                       std::max(1, config.value("prefetch", 1))),
+                size_text(ring / 1024)));
+        else
+            x.evidence.push_back("PyTorch puts each collated batch in shared memory (/dev/shm): "
+                                 "num_workers x prefetch_factor x batch bytes are in flight");
+        x.evidence.push_back(fmt::format("main's RssShmem peaked at {} at {:.1f} s{}",
+                                         size_text(shmem->kb), shmem->t_ms / 1000.0,
+                                         locked_kb ? fmt::format(" ({} of it locked staging)",
+                                                                 size_text(locked_kb))
+                                                   : std::string()));
+        x.advice = "counted by RSS in main and in the worker that filled each batch, by PSS once; "
+                   "lower prefetch_factor or the batch size to shrink it";
+        x.process_ids = {shmem->process_id};
+        x.from_ms = x.to_ms = shmem->t_ms;
+        x.figure_name = "main_shmem_kb";
+        x.figure = static_cast<double>(batches_kb);
+        x.figure_unit = "KiB";
+        out.push_back(std::move(x));
+    }
+    if (locked && locked->kb >= thresholds::pinned_min_kb) {
+        Finding x;
+        x.kind = "pinned_staging";
+        x.severity = Severity::info;
+        x.title = fmt::format("pinned staging buffers hold {} in main (locked: never swapped or "
+                              "reclaimed)",
+                              size_text(locked->kb));
+        x.evidence.push_back(fmt::format("main's Locked peaked at {} at {:.1f} s",
+                                         size_text(locked->kb), locked->t_ms / 1000.0));
+        const std::int64_t staging = config.value("pin_staging_bytes", std::int64_t{0});
+        if (staging > 0)
+            x.evidence.push_back(fmt::format("the loader's staging: {} (one block per batch in "
+                                             "flight)",
+                                             size_text(staging / 1024)));
+        x.advice = "pin_memory=True keeps a page-locked copy of each batch in flight in main; it "
+                   "grows with the caching allocator's blocks";
+        x.process_ids = {locked->process_id};
+        x.from_ms = x.to_ms = locked->t_ms;
+        x.figure_name = "main_locked_kb";
+        x.figure = static_cast<double>(locked->kb);
+        x.figure_unit = "KiB";
+        out.push_back(std::move(x));
+    }
+}
+
+void thrashing(const Context& c, std::vector<Finding>& out) {
+    for (const FileResidencySummary& r : c.report.residency) {
+        if (!r.evicted.value || r.file.size_bytes <= 0 || r.file.page_size <= 0) continue;
+        const std::int64_t pages = r.file.size_bytes / r.file.page_size;
+        if (pages <= 0 ||
+            static_cast<double>(*r.evicted.value) < thresholds::thrashing_evicted_share * pages)
+            continue;
+        Finding x;
+        x.kind = "cache_thrashing";
+        x.severity = Severity::warning;
+        x.title = fmt::format("page cache thrashing: {} does not stay in memory; reads go to disk",
+                              r.file.path);
+        x.evidence.push_back(fmt::format("{} pages ({:.0f}% of the file) evicted from the page "
+                                         "cache while it was followed",
+                                         *r.evicted.value, 100.0 * *r.evicted.value / pages));
+        if (r.refaulted)
+            x.evidence.push_back(fmt::format("at least {} pages read again after their eviction",
+                                             *r.refaulted));
+        if (r.final_cached)
+            x.evidence.push_back(fmt::format("{:.0f}% of the file cached at the end",
+                                             100.0 * *r.final_cached / pages));
+        x.advice = "the dataset does not fit in the page cache (or the cgroup's limit): give the "
+                   "job more memory, read a smaller subset per epoch, or use a faster disk";
+        x.file = r.file.path;
+        x.figure_name = "evicted_pages";
+        x.figure = static_cast<double>(*r.evicted.value);
+        x.figure_unit = "pages";
+        out.push_back(std::move(x));
+    }
+}
+
+} // namespace
+
+void loader_findings(const Context& context, std::vector<Finding>& out) {
+    batches_in_main(context, out);
+    thrashing(context, out);
+}
+
+void limit_findings(const Context& c, std::vector<Finding>& out) {
+    const SchedulerView* tightest = nullptr;
+    std::vector<std::string> evidence;
+    for (const SchedulerView& v : c.diagnosis.schedulers) {
+        if (!v.margin_kb || !v.limit.kb || *v.limit.kb <= 0) continue;
+        const double used = static_cast<double>(*v.limit.kb - *v.margin_kb) / *v.limit.kb;
+        evidence.push_back(fmt::format("{}: peak {} at {:.1f} s{}, limit {} ({}): margin {}",
+                                       v.name, size_text(*v.peak), v.peak_ms / 1000.0,
+                                       v.recorder_kb ? fmt::format(" + recorder {}",
+                                                                   size_text(*v.recorder_kb))
+                                                     : std::string(),
+                                       size_text(*v.limit.kb), v.limit.source,
+                                       size_text(*v.margin_kb)));
+        if (used >= thresholds::limit_near_share && (!tightest || *v.margin_kb < *tightest->margin_kb))
+            tightest = &v;
+    }
+    if (!tightest) return;
+    Finding x;
+    x.kind = "limit_near";
+    x.severity = *tightest->margin_kb < 0 ? Severity::critical : Severity::warning;
+    x.title = fmt::format("{} to the limit as {} counts: {} ({})",
+                          *tightest->margin_kb < 0 ? "over" : "margin", tightest->name,
+                          size_text(*tightest->margin_kb), tightest->at_limit);
+    x.evidence = std::move(evidence);
+    if (!c.data.cgroup.empty()) {
+        const CgroupSample& last = c.data.cgroup.back().sample;
+        if (last.anon && last.file)
+            x.evidence.push_back(fmt::format(
+                "in the cgroup at the end: file pages {} will be reclaimed first; anonymous {} is "
+                "what can be OOM-killed",
+                size_text(*last.file), size_text(*last.anon)));
+        if (last.failcnt && *last.failcnt > 0)
+            x.evidence.push_back(fmt::format("the cgroup hit its limit {} times (failcnt)",
+                                             *last.failcnt));
+        if (last.oom_kill && *last.oom_kill > 0)
+            x.evidence.push_back(fmt::format("the OOM killer killed {} processes in the cgroup",
+                                             *last.oom_kill));
+    }
+    x.advice = "raise the limit, or lower what that view counts (see the other findings for what "
+               "it is made of)";
+    x.from_ms = x.to_ms = tightest->peak_ms;
+    if (tightest->peak_process_id) x.process_ids = {*tightest->peak_process_id};
+    x.figure_name = "margin_kb";
+    x.figure = static_cast<double>(*tightest->margin_kb);
+    x.figure_unit = "KiB";
+    out.push_back(std::move(x));
+}
+
+} // namespace loaderlens::diagnosis

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// Findings about pages that RSS counts once per process: a mapped file's page cache (scenarios 1
+// and 2), anonymous memory inherited from main at fork, readahead that maps more than is read
+// (scenario 3), and an LMDB environment opened before fork (scenario 6). docs/findings.md.
+#include "diagnosis_parts.hpp"
+#include "findings_thresholds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace loaderlens::diagnosis {
+
+namespace {
+
+bool is_shared_library(const std::string& path) {
+    return path.ends_with(".so") || path.find(".so.") != std::string::npos;
+}
+
+// What the scheduler views say, in one line.
+std::string scheduler_line(const Diagnosis& d) {
+    std::string line = "peaks as each would count the tree:";
+    for (const char* key : {"slurm_linux", "slurm_usepss", "slurm_cgroup", "k8s_working_set"})
+        if (const SchedulerView* v = d.view(key); v && v->peak)
+            line += fmt::format(" {} {};", v->name, size_text(*v->peak));
+    line.pop_back();
+    return line;
+}
+
+struct FileTick {
+    std::int64_t t_ms = 0, rss = 0, pss = 0;
+    std::vector<std::int64_t> processes;
+};
+
+// Per mapped file, the maps tick where Σ RSS - Σ PSS of the file was largest.
+std::map<std::int64_t, FileTick> widest_file_ticks(const RecordingData& data) {
+    std::map<std::int64_t, FileTick> best;
+    std::size_t i = 0;
+    while (i < data.maps.size()) {
+        const std::int64_t t = data.maps[i].t_ms;
+        std::map<std::int64_t, FileTick> now;
+        for (; i < data.maps.size() && data.maps[i].t_ms == t; ++i) {
+            FileTick& f = now[data.maps[i].object_id];
+            f.t_ms = t;
+            f.rss += data.maps[i].figures.rss_kb;
+            f.pss += data.maps[i].figures.pss_kb;
+            f.processes.push_back(data.maps[i].process_id);
+        }
+        for (auto& [object, f] : now) {
+            auto it = best.find(object);
+            if (it == best.end() || f.rss - f.pss > it->second.rss - it->second.pss)
+                best[object] = std::move(f);
+        }
+    }
+    return best;
+}
+
+void shared_file_cache(const Context& c, std::vector<Finding>& out) {
+    const std::int64_t tree_rss = c.report.totals.rss.value.value_or(0);
+    for (const auto& [object, f] : widest_file_ticks(c.data)) {
+        const auto o = std::find_if(c.data.objects.begin(), c.data.objects.end(),
+                                    [&](const ObjectInfo& x) { return x.id == object; });
+        if (o == c.data.objects.end() ||
+            (o->kind != MappingKind::file && o->kind != MappingKind::deleted_file))
+            continue;
+        const std::int64_t gap = f.rss - f.pss;
+        if (f.processes.size() < 2 || f.pss <= 0 || gap < thresholds::shared_file_min_gap_kb ||
+            static_cast<double>(f.rss) < thresholds::shared_file_ratio * static_cast<double>(f.pss))
+            continue;
+        // A library shared by every process is the same effect, but rarely the story.
+        if (is_shared_library(o->path) && gap * 4 < c.diagnosis.gap_total_kb.value_or(0)) continue;
+        const double ratio = static_cast<double>(f.rss) / static_cast<double>(f.pss);
+        Finding x;
+        x.kind = "shared_file_cache";
+        x.severity = static_cast<double>(f.rss) >=
+                             thresholds::shared_file_warning_share * static_cast<double>(tree_rss)
+                         ? Severity::warning
+                         : Severity::info;
+        x.title = fmt::format("the page cache of {} is counted once per process by RSS (its Σ RSS "
+                              "is {:.1f}x its Σ PSS): shared file pages, not a leak",
+                              o->path, ratio);
+        x.evidence.push_back(fmt::format(
+            "at {:.1f} s, {} processes mapped it: Σ RSS {}, Σ PSS {}{}", f.t_ms / 1000.0,
+            f.processes.size(), size_text(f.rss), size_text(f.pss),
+            o->size_bytes ? fmt::format(" (the file is {})", size_text(*o->size_bytes / 1024))
+                          : std::string()));
+        x.evidence.push_back(fmt::format(
+            "these are file pages (RssFile), shared and reclaimable: Σ RSS overstates what they "
+            "use by {} ({:.1f}x)",
+            size_text(gap), ratio));
+        for (const FileResidencySummary& r : c.report.residency)
+            if (r.file.path == o->path && r.headline && r.headline->cache_amplification &&
+                *r.headline->cache_amplification >= 1.5)
+                x.evidence.push_back(fmt::format(
+                    "the page cache ran ahead of the reads: with {:.0f}% of the file read, it had "
+                    "gained {:.1f}x the bytes read (readahead)",
+                    100 * r.headline->read_fraction, *r.headline->cache_amplification));
+        x.evidence.push_back(scheduler_line(c.diagnosis));
+        x.advice = "nothing to fix in the loader. Where the job is held to Σ RSS (SLURM "
+                   "jobacct_gather/linux), set JobAcctGatherParams=UsePss or use "
+                   "jobacct_gather/cgroup, or size --mem for Σ PSS plus a margin; fewer workers "
+                   "lower Σ RSS, not the memory used";
+        x.process_ids = f.processes;
+        x.file = o->path;
+        x.from_ms = x.to_ms = f.t_ms;
+        x.figure_name = "rss_over_pss";
+        x.figure = ratio;
+        x.figure_unit = "x";
+        out.push_back(std::move(x));
+    }
+}
+
+void inherited_anon(const Context& c, std::vector<Finding>& out) {
+    const auto tick = widest_gap_tick(c.data);
+    if (!tick) return;
+    const CauseGaps gaps = cause_gaps_at(c.data, c.rows, *tick);
+    std::int64_t workers_gap = 0, main_id = 0;
+    std::vector<std::int64_t> workers;
+    for (const auto& [id, gap] : gaps.anon_by_process) {
+        const ProcessInfo* p = find_process(c.report.processes, id);
+        if (!p) continue;
+        if (p->role == Role::main) main_id = id;
+        if (p->role != Role::worker) continue;
+        workers_gap += gap;
+        if (gap >= 1024) workers.push_back(id);
+    }
+    if (workers_gap < thresholds::inherited_anon_min_kb || workers.empty() || main_id == 0) return;
+    const auto main_anon =
+        last_value(c.data, c.rows, main_id, Figure::rss_anon, *tick - 2000, *tick);
+    Finding x;
+    x.kind = "inherited_anon";
+    x.severity = Severity::warning;
+    const std::int64_t per_worker = workers_gap / static_cast<std::int64_t>(workers.size());
+    x.title = fmt::format("anonymous memory built in main before fork is shared by {} workers: RSS "
+                          "counts it in each, so Σ RSS over-counts it by {}",
+                          workers.size(), size_text(gaps.anon));
+    x.evidence.push_back(fmt::format(
+        "at {:.1f} s: each worker's RssAnon exceeds its Pss_Anon by {} on average; main holds {} "
+        "of anonymous memory",
+        *tick / 1000.0, size_text(per_worker),
+        main_anon ? size_text(main_anon->kb) : std::string("an unknown amount")));
+    x.evidence.push_back(fmt::format(
+        "copy-on-write pages shared since fork: not page cache, not reclaimable; Σ PSS counts them "
+        "once, RSS once per process (of the RSS-PSS gap, {} is anonymous, {} file, {} shmem)",
+        size_text(gaps.anon), size_text(gaps.file), size_text(gaps.shmem)));
+    x.advice = "load the data with np.load(mmap_mode='r') or in each worker (worker_init_fn), or "
+               "build it after the workers start; a cgroup counts it once, SLURM's default "
+               "accounting once per worker";
+    x.process_ids = workers;
+    x.process_ids.push_back(main_id);
+    x.from_ms = x.to_ms = *tick;
+    x.figure_name = "rss_overcount_kb";
+    x.figure = static_cast<double>(gaps.anon);
+    x.figure_unit = "KiB";
+    out.push_back(std::move(x));
+}
+
+void readahead_amplification(const Context& c, std::vector<Finding>& out) {
+    for (const FileResidencySummary& r : c.report.residency) {
+        if (!r.loader_data_file || r.checkpoints.empty()) continue;
+        const ResidencyCheckpoint& last = r.checkpoints.back();
+        if (!last.cache_amplification || last.read_fraction <= 0 ||
+            last.read_fraction >= thresholds::readahead_max_read_share ||
+            *last.cache_amplification < thresholds::readahead_amplification)
+            continue;
+        Finding x;
+        x.kind = "readahead_amplification";
+        x.severity = Severity::warning;
+        x.title = fmt::format("readahead amplification {:.1f}x: the page cache of {} took {:.1f}x "
+                              "the bytes the loader read",
+                              *last.cache_amplification, r.file.path, *last.cache_amplification);
+        x.evidence.push_back(fmt::format(
+            "at {:.1f} s: {:.1f}% of the file read, {:.1f}% of it in the page cache", last.t_ms / 1000.0,
+            100 * last.read_fraction, 100 * last.cached_fraction));
+        if (last.worker_mapped_amplification)
+            x.evidence.push_back(fmt::format(
+                "each worker had {:.1f}x the bytes it read mapped (fault-around, large folios)",
+                *last.worker_mapped_amplification));
+        x.advice = "random small reads: madvise(MADV_RANDOM) on the map (--advice random), "
+                   "lmdb.open(readahead=False), or posix_fadvise(POSIX_FADV_RANDOM) for reads";
+        x.file = r.file.path;
+        x.from_ms = x.to_ms = last.t_ms;
+        x.figure_name = "cache_over_read";
+        x.figure = *last.cache_amplification;
+        x.figure_unit = "x";
+        out.push_back(std::move(x));
+    }
+}
+
+void lmdb_before_fork(const Context& c, std::vector<Finding>& out) {
+    // The loader says so; else a data.mdb that main maps and workers map too (a worker that opened
+    // its own environment maps it, but main then does not).
+    bool from_config = false;
+    if (!c.data.loader.config_json.empty()) {
+        const auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
+        from_config = config.is_object() && config.value("lmdb_open", "") == "parent";
+    }
+    std::map<std::int64_t, std::pair<bool, std::vector<std::int64_t>>> mdb; // main maps, workers
+    std::map<std::int64_t, std::string> paths;
+    for (const ObjectInfo& o : c.data.objects)
+        if (o.path.ends_with("/data.mdb")) paths[o.id] = o.path;
+    for (const MapRow& row : c.data.maps) {
+        if (!paths.contains(row.object_id)) continue;
+        const ProcessInfo* p = find_process(c.report.processes, row.process_id);
+        if (!p) continue;
+        auto& [by_main, workers] = mdb[row.object_id];
+        if (p->role == Role::main) by_main = true;
+        if (p->role == Role::worker &&
+            std::find(workers.begin(), workers.end(), p->id) == workers.end())
+            workers.push_back(p->id);
+    }
+    for (const auto& [object, seen] : mdb) {
+        const auto& [by_main, workers] = seen;
+        if (!(from_config || by_main) || workers.empty()) continue;
+        Finding x;
+        x.kind = "lmdb_opened_before_fork";
+        x.severity = Severity::warning;
+        x.title = fmt::format("the LMDB environment {} was opened in main before the workers were "
+                              "forked, and they use it",
+                              paths[object]);
+        x.evidence.push_back(from_config ? "the loader's configuration says lmdb_open=parent"
+                                         : "main maps data.mdb and so do the workers: an "
+                                           "environment inherited at fork (a worker that opens "
+                                           "its own maps it while main does not)");
+        x.evidence.push_back(fmt::format("{} workers map it", workers.size()));
+        x.advice = "open the environment lazily in each worker (on first use in __getitem__, or in "
+                   "worker_init_fn); an environment used across fork works only with lock=False "
+                   "(MDB_NOLOCK), else readers fail with MDB_BAD_RSLOT";
+        x.process_ids = workers;
+        x.file = paths[object];
+        x.figure_name = "workers";
+        x.figure = static_cast<double>(workers.size());
+        out.push_back(std::move(x));
+    }
+}
+
+} // namespace
+
+void sharing_findings(const Context& context, std::vector<Finding>& out) {
+    shared_file_cache(context, out);
+    inherited_anon(context, out);
+    readahead_amplification(context, out);
+    lmdb_before_fork(context, out);
+}
+
+} // namespace loaderlens::diagnosis

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// What each scheduler counts (../shared/notes/kernel-notes.md, measured against a real SLURM
+// 22.05 here) as a series per tick, and the limit each is held against.
+#include "diagnosis_parts.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace loaderlens::diagnosis {
+
+namespace {
+
+std::optional<std::int64_t> meta_integer(const RecordingData& data, const std::string& key) {
+    auto it = data.meta.find(key);
+    if (it == data.meta.end()) return std::nullopt;
+    std::int64_t value = 0;
+    const char* end = it->second.data() + it->second.size();
+    auto [ptr, ec] = std::from_chars(it->second.data(), end, value);
+    // SLURM writes memory in MiB, a bare number; a suffix M is accepted too.
+    if (ec != std::errc{} || value <= 0 || (ptr != end && std::string_view(ptr, end) != "M"))
+        return std::nullopt;
+    return value;
+}
+
+// Sums a per-process figure at each tick of its table and notes, at each tick, the process that
+// held the most of it.
+template <typename Row, typename Get>
+void per_process_view(const std::vector<Timed<Row>>& rows, Get get, SchedulerView& view) {
+    std::size_t i = 0;
+    while (i < rows.size()) {
+        const std::int64_t t = rows[i].t_ms;
+        SeriesPoint point{t, {}, {}, {}, false};
+        std::int64_t top_id = 0, top_kb = -1;
+        for (; i < rows.size() && rows[i].t_ms == t; ++i) {
+            const Kib value = get(rows[i].sample);
+            if (!value) {
+                point.partial = true;
+                continue;
+            }
+            point.value = saturating_add(point.value.value_or(0), *value);
+            if (*value > top_kb) {
+                top_kb = *value;
+                top_id = rows[i].sample.process_id;
+            }
+        }
+        point.min = point.max = point.value;
+        view.points.push_back(point);
+        if (point.value && (!view.peak || *point.value > *view.peak)) {
+            view.peak = point.value;
+            view.peak_ms = t;
+            view.peak_process_id = top_id;
+            view.peak_process_kb = top_kb;
+        }
+    }
+}
+
+template <typename Get> void cgroup_view(const RecordingData& data, Get get, SchedulerView& view) {
+    for (const auto& [t, c] : data.cgroup) {
+        const Kib value = get(c);
+        view.points.push_back({t, value, value, value, !value});
+        if (value && (!view.peak || *value > *view.peak)) {
+            view.peak = value;
+            view.peak_ms = t;
+        }
+    }
+}
+
+std::int64_t longest_interval(const ReportData& report, const std::string& tier) {
+    for (const TierSummary& s : report.tiers)
+        if (s.tier == tier) return s.longest_ms;
+    return 0;
+}
+
+Kib difference(const Kib& a, const Kib& b) {
+    if (!a || !b) return std::nullopt;
+    return std::max<std::int64_t>(0, saturating_sub(*a, *b));
+}
+
+} // namespace
+
+MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options) {
+    if (options.mem_limit_kb) return {options.mem_limit_kb, "--mem-limit"};
+    if (auto kb = meta_integer(data, "mem_limit_kb")) return {kb, "--mem-limit (record)"};
+    if (auto mib = meta_integer(data, "slurm_mem_per_node"))
+        return {saturating_mul(*mib, 1024), "SLURM_MEM_PER_NODE"};
+    if (auto mib = meta_integer(data, "slurm_mem_per_cpu")) {
+        if (auto cpus = meta_integer(data, "slurm_cpus_on_node"))
+            return {saturating_mul(saturating_mul(*mib, *cpus), 1024),
+                    "SLURM_MEM_PER_CPU x SLURM_CPUS_ON_NODE"};
+    }
+    for (auto it = data.cgroup.rbegin(); it != data.cgroup.rend(); ++it)
+        if (it->sample.limit && !it->sample.unlimited)
+            return {it->sample.limit, "cgroup " + it->sample.version + " " +
+                                          (it->sample.version == "v2" ? "memory.max"
+                                                                      : "memory.limit_in_bytes")};
+    return {};
+}
+
+std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData& report,
+                                           const Diagnosis& diagnosis) {
+    std::vector<SchedulerView> views;
+    const std::int64_t fast_ms = longest_interval(report, "fast"),
+                       rollup_ms = longest_interval(report, "rollup"),
+                       cgroup_ms = longest_interval(report, "cgroup");
+    const Kib recorder_rss = diagnosis.recorder_peak_rss_kb;
+    const std::string cgroup_version =
+        data.cgroup.empty() ? std::string() : data.cgroup.back().sample.version;
+
+    SchedulerView linux_view{"slurm_linux", "SLURM jobacct_gather/linux",
+                             "Σ RSS of the step's processes", "statm RSS, summed per fast tick",
+                             "OverMemoryKill kills the step (every process, the recorder too)"};
+    per_process_view(data.fast, [](const FastSample& s) { return s.rss; }, linux_view);
+    linux_view.interval_ms = fast_ms;
+    linux_view.recorder_kb = recorder_rss;
+    views.push_back(std::move(linux_view));
+
+    SchedulerView pss_view{"slurm_usepss", "SLURM jobacct_gather/linux UsePss",
+                           "Σ PSS of the step's processes", "smaps_rollup Pss, summed per tick",
+                           "OverMemoryKill kills the step"};
+    per_process_view(data.rollup, [](const RollupSample& s) { return s.pss; }, pss_view);
+    pss_view.interval_ms = rollup_ms;
+    pss_view.recorder_kb = diagnosis.recorder_pss_kb;
+    views.push_back(std::move(pss_view));
+
+    SchedulerView noshared{"slurm_noshared", "SLURM jobacct_gather/linux NoShared",
+                           "Σ (RSS - shared) = Σ RssAnon", "status RssAnon, summed per fast tick",
+                           "OverMemoryKill kills the step"};
+    per_process_view(
+        data.fast,
+        [](const FastSample& s) -> Kib {
+            if (!s.rss || !s.rss_file || !s.rss_shmem) return std::nullopt;
+            return std::max<std::int64_t>(0, *s.rss - *s.rss_file - *s.rss_shmem);
+        },
+        noshared);
+    noshared.interval_ms = fast_ms;
+    noshared.recorder_kb = diagnosis.recorder_anon_kb;
+    views.push_back(std::move(noshared));
+
+    const bool v2 = cgroup_version == "v2";
+    SchedulerView slurm_cgroup{"slurm_cgroup", "SLURM jobacct_gather/cgroup",
+                               v2 ? "the cgroup's memory.current, page cache included"
+                                  : "the cgroup's total_rss: anonymous memory only",
+                               v2 ? "cgroup memory.current" : "cgroup v1 memory.stat total_rss",
+                               "reported only; the limit is enforced by task/cgroup (next line)"};
+    if (v2)
+        cgroup_view(data, [](const CgroupSample& c) { return c.usage; }, slurm_cgroup);
+    else
+        cgroup_view(data, [](const CgroupSample& c) { return c.anon; }, slurm_cgroup);
+    views.push_back(std::move(slurm_cgroup));
+
+    SchedulerView usage{"cgroup_usage", "cgroup usage (task/cgroup, the kernel)",
+                        "everything charged to the cgroup, page cache included",
+                        v2 ? "memory.current" : "memory.usage_in_bytes",
+                        "file pages are reclaimed first; then the OOM killer kills in the cgroup"};
+    cgroup_view(data, [](const CgroupSample& c) { return c.usage; }, usage);
+    views.push_back(std::move(usage));
+
+    SchedulerView k8s{"k8s_working_set", "Kubernetes working set",
+                      "cgroup usage - inactive_file (active mapped dataset pages count)",
+                      "usage minus memory.stat inactive_file", "the kubelet evicts the pod"};
+    cgroup_view(
+        data, [](const CgroupSample& c) { return difference(c.usage, c.inactive_file); }, k8s);
+    views.push_back(std::move(k8s));
+
+    for (SchedulerView& view : views) {
+        const bool cgroup = view.key == "slurm_cgroup" || view.key == "cgroup_usage" ||
+                            view.key == "k8s_working_set";
+        if (cgroup) {
+            view.interval_ms = cgroup_ms;
+            // The recorder runs in the cgroup: its memory is in the figure already.
+            view.recorder_kb = std::nullopt;
+            view.recorder_in_figure = true;
+        }
+        if (!view.peak)
+            view.unavailable = view.points.empty()
+                                   ? (cgroup ? "no memory cgroup was readable"
+                                             : "no sample of this figure")
+                                   : "the figure was unavailable at every sample";
+        view.limit = diagnosis.limit;
+        // A cgroup limit below the given one is what the kernel enforces on the cgroup views.
+        if (cgroup && !data.cgroup.empty()) {
+            const CgroupSample& last = data.cgroup.back().sample;
+            if (last.limit && !last.unlimited && (!view.limit.kb || *last.limit < *view.limit.kb))
+                view.limit = {last.limit, "cgroup " + last.version + " limit"};
+        }
+        if (view.peak && view.limit.kb)
+            view.margin_kb = saturating_sub(
+                *view.limit.kb, saturating_add(*view.peak, view.recorder_kb.value_or(0)));
+    }
+    return views;
+}
+
+} // namespace loaderlens::diagnosis

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// The text report's diagnosis: the verdict (findings, most severe first), what each scheduler
+// counts against the limit, the findings' evidence, the slots over time as sparklines, and the
+// epochs with each slot's growth.
+#include "report_format.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace loaderlens {
+
+namespace {
+
+using report_format::kib;
+using report_format::seconds;
+
+std::string signed_kib(const Kib& value) {
+    if (!value) return "n/a";
+    return *value < 0 ? "-" + kib(-*value) : kib(*value);
+}
+
+void append_schedulers(std::string& out, const Diagnosis& d) {
+    out += d.limit.kb ? fmt::format("  What each scheduler counts (peak), against the limit {} "
+                                    "from {}\n",
+                                    kib(d.limit.kb), d.limit.source)
+                      : "  What each scheduler counts (peak); no limit known: give one with "
+                        "`report --mem-limit SIZE`, or record inside a SLURM job with --mem\n";
+    out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}\n", "VIEW", "PEAK", "AT",
+                       "+RECORDER", "MARGIN", "COUNTS");
+    for (const SchedulerView& v : d.schedulers) {
+        if (!v.peak) {
+            out += fmt::format("    {:<38} {:>10}  ({})\n", v.name, "n/a", v.unavailable);
+            continue;
+        }
+        const std::string recorder = v.recorder_in_figure ? "included"
+                                     : v.recorder_kb      ? kib(v.recorder_kb)
+                                                          : "n/a";
+        std::string margin = v.margin_kb ? signed_kib(v.margin_kb) : std::string("-");
+        if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
+        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}\n", v.name, kib(v.peak),
+                           seconds(v.peak_ms), recorder, margin, v.counts);
+    }
+    for (const SchedulerView& v : d.schedulers)
+        if (v.margin_kb && v.limit.source != d.limit.source) {
+            out += fmt::format("    * against the cgroup's own limit {} ({})\n", kib(v.limit.kb),
+                               v.limit.source);
+            break;
+        }
+    if (!d.recorder_peak_rss_kb)
+        out += "    the recorder's own size is unavailable (it did not finish the recording)\n";
+    const SchedulerView* rss = d.view("slurm_linux");
+    const SchedulerView* pss = d.view("slurm_usepss");
+    if (rss && pss && rss->interval_ms > 0 && pss->interval_ms > 0)
+        out += fmt::format("    sampled: RSS every {} ms at most, PSS every {} ms at most: a spike "
+                           "shorter than that can be missed (SLURM polls at "
+                           "JobAcctGatherFrequency, 30 s by default)\n",
+                           rss->interval_ms, pss->interval_ms);
+    if (d.cgroup_before_kb)
+        out += fmt::format("    the cgroup held {} at its first sample, before the command had "
+                           "done much: the cgroup views include it\n",
+                           kib(d.cgroup_before_kb));
+}
+
+// Eight levels from the lowest to the highest block; a space where nothing was sampled.
+std::string sparkline(const std::vector<Kib>& columns, std::int64_t top) {
+    static const char* const levels[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    std::string line;
+    for (const Kib& v : columns) {
+        if (!v) {
+            line += " ";
+            continue;
+        }
+        const std::int64_t level = top > 0 ? std::clamp<std::int64_t>(*v * 8 / (top + 1), 0, 7) : 0;
+        line += levels[level];
+    }
+    return line;
+}
+
+Kib highest(const std::vector<Kib>& columns) {
+    Kib top;
+    for (const Kib& v : columns)
+        if (v) top = std::max(top.value_or(0), *v);
+    return top;
+}
+
+} // namespace
+
+void append_verdict(std::string& out, const ReportData& r) {
+    const Diagnosis& d = r.diagnosis;
+    out += "Verdict (findings, most severe first; evidence under Findings, docs/findings.md)\n";
+    if (d.findings.empty())
+        out += "  nothing found: no rule of docs/findings.md matched this recording\n";
+    for (const Finding& f : d.findings)
+        out += fmt::format("  [{}] {}\n", to_string(f.severity), f.title);
+    out += "\n";
+    append_schedulers(out, d);
+    out += "\n";
+}
+
+void append_findings(std::string& out, const ReportData& r) {
+    const Diagnosis& d = r.diagnosis;
+    if (d.findings.empty()) return;
+    out += "Findings\n";
+    int n = 0;
+    for (const Finding& f : d.findings) {
+        out += fmt::format("  {}. [{}] {}  ({})\n", ++n, to_string(f.severity), f.title, f.kind);
+        for (const std::string& e : f.evidence)
+            out += "       - " + e + "\n";
+        out += "       -> " + f.advice + "\n";
+    }
+    out += "\n";
+}
+
+void append_timelines(std::string& out, const ReportData& r) {
+    const Diagnosis& d = r.diagnosis;
+    if (d.timelines.empty()) return;
+    const std::size_t columns = d.timelines.front().rss.size();
+    out += fmt::format("Over time (0 to {}; each row scaled to its own highest value, shown at "
+                       "the right; blank: not sampled; ' marks epoch ends)\n",
+                       seconds(r.duration_ms));
+    std::string ticks(columns, ' ');
+    for (const Epoch& e : d.epochs) {
+        const std::int64_t span = std::max<std::int64_t>(1, r.duration_ms);
+        const auto c = static_cast<std::size_t>(
+            std::clamp<std::int64_t>(e.end_ms * static_cast<std::int64_t>(columns) / (span + 1), 0,
+                                     static_cast<std::int64_t>(columns) - 1));
+        ticks[c] = '\'';
+    }
+    if (!d.epochs.empty()) out += fmt::format("  {:<9} {:<4} {}\n", "epochs", "", ticks);
+    for (const SlotTimeline& t : d.timelines) {
+        const struct {
+            const char* name;
+            const std::vector<Kib>& columns;
+        } rows[] = {{"RSS", t.rss}, {"PSS", t.pss}, {"USS", t.uss}};
+        bool first = true;
+        for (const auto& row : rows) {
+            const Kib top = highest(row.columns);
+            std::string note = top ? kib(top) : std::string("n/a");
+            if (&row.columns == &t.pss && t.samples_pss > 0 && t.samples_pss < 3)
+                note += fmt::format(" (from {} sample{})", t.samples_pss,
+                                    t.samples_pss == 1 ? "" : "s");
+            out += fmt::format("  {:<9} {:<4} {} {}\n", first ? t.label : "", row.name,
+                               sparkline(row.columns, top.value_or(0)), note);
+            first = false;
+        }
+    }
+    out += "\n";
+}
+
+void append_epochs(std::string& out, const ReportData& r) {
+    const Diagnosis& d = r.diagnosis;
+    if (d.epochs.empty()) {
+        out += "Epochs: not known (no epoch markers, no worker generations): growth is judged "
+               "over time. Mark each epoch's end with one line of Python at its last batch:\n"
+               "  open(os.environ[\"LOADERLENS_MARKERS\"], \"a\").write(f\"epoch {epoch} end\\n\")"
+               "\n\n";
+        return;
+    }
+    out += fmt::format("Epochs ({}, from {}): each slot's figures at every epoch's end\n",
+                       d.epochs.size(), d.epochs_source);
+    // Many epochs: the first three and the last three.
+    std::vector<std::size_t> shown;
+    for (std::size_t i = 0; i < d.epochs.size(); ++i)
+        if (d.epochs.size() <= 8 || i < 3 || i + 3 >= d.epochs.size()) shown.push_back(i);
+    std::string header = fmt::format("  {:<9} {:<14}", "SLOT", "FIGURE");
+    for (std::size_t i : shown)
+        header += fmt::format(" {:>9}", fmt::format("e{}", d.epochs[i].number));
+    out += header + fmt::format(" {:>11}\n", "PER EPOCH");
+    for (const SlotGrowth& g : d.growth) {
+        bool first = true;
+        for (const GrowthFigure& f : g.figures) {
+            // RSS and PSS always; the rest where they move (a table of 32 slots stays readable).
+            const auto per_epoch = f.growth_per_epoch_kb();
+            if (f.figure != "rss" && f.figure != "pss" && !f.monotone &&
+                (!per_epoch || std::abs(*per_epoch) < 1024))
+                continue;
+            std::string name = f.figure == "file" ? f.path.substr(f.path.rfind('/') + 1) : f.figure;
+            if (name.size() > 14) name = name.substr(0, 13) + "~";
+            std::string line = fmt::format("  {:<9} {:<14}", first ? g.label : "", name);
+            for (std::size_t i : shown)
+                line += fmt::format(" {:>9}", f.at_epoch_end[i] ? kib(f.at_epoch_end[i]) : "-");
+            const auto per = f.growth_per_epoch_kb();
+            line += fmt::format(" {:>11}", per ? (*per >= 0 ? "+" : "") + signed_kib(per) : "-");
+            if (f.monotone) line += "  grows every epoch";
+            out += line + "\n";
+            first = false;
+        }
+    }
+    out += "\n";
+}
+
+} // namespace loaderlens
