@@ -86,7 +86,7 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     d.recorder_anon_kb = meta_kb(data, "recorder_anon_kb");
     if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
     d.limit = resolve_limit(data, options);
-    d.schedulers = scheduler_views(data, report, d);
+    d.schedulers = scheduler_views(data, &report, d);
     d.epochs = find_epochs(data, d.epochs_source);
     d.growth = slot_growth(data, rows, d.epochs, report.duration_ms);
     d.timelines = slot_timelines(data, rows, report.duration_ms, timeline_columns);

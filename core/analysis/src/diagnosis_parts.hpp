@@ -39,7 +39,8 @@ struct Context {
 };
 
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options);
-std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData& report,
+// `report` gives the tiers' intervals (none: 0).
+std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
                                            const Diagnosis& diagnosis);
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
 std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows& rows,

@@ -38,8 +38,10 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
     const auto config = loader_config(c);
     const auto locked = main_peak(c, Figure::locked);
     const auto shmem = main_peak(c, Figure::rss_shmem);
-    const std::int64_t locked_kb = locked ? locked->kb : 0;
-    // Pinned staging is shared and locked: what is not locked is the batches.
+    // Pinned staging is shared memory too: the loader says how much; else what is locked.
+    const std::int64_t staging_bytes = config.value("pin_staging_bytes", std::int64_t{0});
+    const std::int64_t locked_kb =
+        staging_bytes > 0 ? staging_bytes / 1024 : (locked ? locked->kb : 0);
     if (shmem && shmem->kb - locked_kb >= thresholds::shmem_batches_min_kb) {
         const std::int64_t batches_kb = shmem->kb - locked_kb;
         Finding x;
@@ -58,7 +60,7 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
                                  "num_workers x prefetch_factor x batch bytes are in flight");
         x.evidence.push_back(fmt::format("main's RssShmem peaked at {} at {:.1f} s{}",
                                          size_text(shmem->kb), shmem->t_ms / 1000.0,
-                                         locked_kb ? fmt::format(" ({} of it locked staging)",
+                                         locked_kb ? fmt::format(" ({} of it pinned staging)",
                                                                  size_text(locked_kb))
                                                    : std::string()));
         x.advice = "counted by RSS in main and in the worker that filled each batch, by PSS once; "

@@ -65,8 +65,9 @@ template <typename Get> void cgroup_view(const RecordingData& data, Get get, Sch
     }
 }
 
-std::int64_t longest_interval(const ReportData& report, const std::string& tier) {
-    for (const TierSummary& s : report.tiers)
+std::int64_t longest_interval(const ReportData* report, const std::string& tier) {
+    if (!report) return 0;
+    for (const TierSummary& s : report->tiers)
         if (s.tier == tier) return s.longest_ms;
     return 0;
 }
@@ -96,7 +97,7 @@ MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& opt
     return {};
 }
 
-std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData& report,
+std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
                                            const Diagnosis& diagnosis) {
     std::vector<SchedulerView> views;
     const std::int64_t fast_ms = longest_interval(report, "fast"),
@@ -191,3 +192,13 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
 }
 
 } // namespace loaderlens::diagnosis
+
+namespace loaderlens {
+
+std::vector<SchedulerView> scheduler_series(const RecordingData& data) {
+    Diagnosis none;
+    none.limit = diagnosis::resolve_limit(data, {});
+    return diagnosis::scheduler_views(data, nullptr, none);
+}
+
+} // namespace loaderlens

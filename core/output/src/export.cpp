@@ -2,6 +2,7 @@
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"
+#include "loaderlens/report.hpp"
 #include "loaderlens/series.hpp"
 #include "residency_json.hpp"
 
@@ -151,6 +152,10 @@ void export_csv(const Recording& recording, std::ostream& out) {
         // Present pages divided among the tree's sharers: computed, not read (docs/figures.md).
         if (m.pss_kb) csv.row(t, "pagemap-computed", m.process_id, path, "pss", m.pss_kb);
     }
+    // What each scheduler counts, per tick (docs/findings.md): source "scheduler", metric its key.
+    for (const SchedulerView& view : scheduler_series(data))
+        for (const SeriesPoint& p : view.points)
+            csv.row(p.t_ms, "scheduler", 0, "", view.key.c_str(), p.value);
     for (const auto& [t, s] : data.system) {
         csv.row(t, "meminfo", 0, "", "mem_available", s.mem_available);
         csv.row(t, "meminfo", 0, "", "cached", s.cached);
@@ -274,6 +279,12 @@ void export_json(const Recording& recording, std::ostream& out) {
         sums = json::array();
         for (const SeriesPoint& p : loaderlens::series(data, {.figure = figure}).points)
             sums.push_back({{"t_ms", p.t_ms}, {"kib", value(p.value)}, {"partial", p.partial}});
+    }
+    for (const SchedulerView& view : scheduler_series(data)) {
+        json& points = j["schedulers"][view.key];
+        points = json::array();
+        for (const SeriesPoint& p : view.points)
+            points.push_back({{"t_ms", p.t_ms}, {"kib", value(p.value)}, {"partial", p.partial}});
     }
     j["markers"] = json::array();
     for (const auto& m : data.markers)

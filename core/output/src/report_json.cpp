@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "diagnosis_json.hpp"
 #include "json_util.hpp"
 #include "loaderlens/report.hpp"
 #include "report_format.hpp"
@@ -164,6 +165,7 @@ std::string render_report_json(const ReportData& r) {
                                           {"worker_distinct_bytes", p.worker_distinct_bytes}});
         out["loader"] = std::move(loader);
     }
+    json_util::add_diagnosis(out, r.diagnosis);
     out["unavailable"] = json::array();
     for (const auto& [tm, u] : r.unavailable)
         out["unavailable"].push_back(

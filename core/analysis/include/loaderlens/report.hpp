@@ -139,6 +139,8 @@ ReportData build_report(const Recording& recording, const DiagnosisOptions& opti
 // The diagnosis of `data` (all of a recording), whose report is `report` (diagnosis.cpp).
 Diagnosis diagnose(const RecordingData& data, const ReportData& report,
                    const DiagnosisOptions& options);
+// Only the scheduler views' series (for the export): no recorder share, no intervals.
+std::vector<SchedulerView> scheduler_series(const RecordingData& data);
 // The process with this recording id among `processes`, or null.
 const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, std::int64_t id);
 std::string render_report_text(const ReportData& report);

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+#include "diagnosis_json.hpp"
+
+#include "json_util.hpp"
+
+namespace loaderlens::json_util {
+
+namespace {
+
+using nlohmann::json;
+
+json limit_json(const MemoryLimit& limit) {
+    return {{"kib", optional(limit.kb)},
+            {"source", limit.kb ? json(limit.source) : json(nullptr)}};
+}
+
+json view_json(const SchedulerView& v) {
+    json points = json::array();
+    for (const SeriesPoint& p : v.points)
+        points.push_back({p.t_ms, optional(p.value)});
+    return {{"key", v.key},
+            {"name", v.name},
+            {"counts", v.counts},
+            {"source", v.source},
+            {"at_limit", v.at_limit},
+            {"peak_kib", optional(v.peak)},
+            {"peak_ms", v.peak ? json(v.peak_ms) : json(nullptr)},
+            {"peak_process_id", optional(v.peak_process_id)},
+            {"peak_process_kib", optional(v.peak_process_kb)},
+            {"interval_ms", v.interval_ms},
+            {"recorder_kib", optional(v.recorder_kb)},
+            {"recorder_in_figure", v.recorder_in_figure},
+            {"limit", limit_json(v.limit)},
+            {"margin_kib", optional(v.margin_kb)},
+            {"unavailable", v.unavailable.empty() ? json(nullptr) : json(v.unavailable)},
+            {"points", std::move(points)}};
+}
+
+json growth_json(const SlotGrowth& g) {
+    json figures = json::array();
+    for (const GrowthFigure& f : g.figures) {
+        json at_end = json::array();
+        for (const Kib& v : f.at_epoch_end)
+            at_end.push_back(optional(v));
+        figures.push_back({{"figure", f.figure},
+                           {"path", f.path.empty() ? json(nullptr) : json(f.path)},
+                           {"at_epoch_end_kib", std::move(at_end)},
+                           {"growth_per_epoch_kib", optional(f.growth_per_epoch_kb())},
+                           {"monotone", f.monotone},
+                           {"trend", f.trend_first ? json{{"from_ms", *f.trend_from_ms},
+                                                          {"to_ms", *f.trend_to_ms},
+                                                          {"first_kib", *f.trend_first},
+                                                          {"last_kib", optional(f.trend_last)}}
+                                                   : json(nullptr)}});
+    }
+    return {{"slot", g.slot >= 0 ? json(g.slot) : json(nullptr)},
+            {"label", g.label},
+            {"generations", g.generations},
+            {"figures", std::move(figures)}};
+}
+
+json finding_json(const Finding& f) {
+    return {{"kind", f.kind},
+            {"severity", to_string(f.severity)},
+            {"title", f.title},
+            {"evidence", f.evidence},
+            {"advice", f.advice},
+            {"process_ids", f.process_ids},
+            {"slot", f.slot >= 0 ? json(f.slot) : json(nullptr)},
+            {"file", f.file.empty() ? json(nullptr) : json(f.file)},
+            {"from_ms", f.from_ms},
+            {"to_ms", f.to_ms},
+            {"figure", {{"name", f.figure_name}, {"value", f.figure}, {"unit", f.figure_unit}}}};
+}
+
+} // namespace
+
+void add_diagnosis(json& out, const Diagnosis& d) {
+    out["limit"] = limit_json(d.limit);
+    out["recorder"] = {{"peak_rss_kib", optional(d.recorder_peak_rss_kb)},
+                       {"pss_kib", optional(d.recorder_pss_kb)},
+                       {"anon_kib", optional(d.recorder_anon_kb)}};
+    out["cgroup_before_kib"] = optional(d.cgroup_before_kb);
+    out["schedulers"] = json::array();
+    for (const SchedulerView& v : d.schedulers)
+        out["schedulers"].push_back(view_json(v));
+    json epochs = json::array();
+    for (const Epoch& e : d.epochs)
+        epochs.push_back({{"number", e.number}, {"start_ms", e.start_ms}, {"end_ms", e.end_ms}});
+    out["epochs"] = {{"source", d.epochs_source.empty() ? json(nullptr) : json(d.epochs_source)},
+                     {"list", std::move(epochs)}};
+    out["growth"] = json::array();
+    for (const SlotGrowth& g : d.growth)
+        out["growth"].push_back(growth_json(g));
+    json gap = json::array();
+    for (const GapShare& g : d.gap)
+        gap.push_back({{"cause", g.cause}, {"what", g.what}, {"kib", g.gap_kb}});
+    out["rss_pss_gap"] = {{"t_ms", d.gap_total_kb ? json(d.gap_ms) : json(nullptr)},
+                          {"kib", optional(d.gap_total_kb)},
+                          {"causes", std::move(gap)}};
+    out["findings"] = json::array();
+    for (const Finding& f : d.findings)
+        out["findings"].push_back(finding_json(f));
+}
+
+} // namespace loaderlens::json_util
