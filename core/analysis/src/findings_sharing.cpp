@@ -32,45 +32,74 @@ std::string scheduler_line(const Diagnosis& d) {
 struct FileTick {
     std::int64_t t_ms = 0, rss = 0, pss = 0;
     std::vector<std::int64_t> processes;
+    std::optional<std::int64_t> size_bytes;
 };
 
-// Per mapped file, the maps tick where Σ RSS - Σ PSS of the file was largest.
-std::map<std::int64_t, FileTick> widest_file_ticks(const RecordingData& data) {
-    std::map<std::int64_t, FileTick> best;
+// Keeps, per path, the tick where Σ RSS - Σ PSS of the file was largest.
+void offer(std::map<std::string, FileTick>& best, std::map<std::string, FileTick>&& now) {
+    for (auto& [path, f] : now) {
+        auto it = best.find(path);
+        if (it == best.end() || f.rss - f.pss > it->second.rss - it->second.pss)
+            best[path] = std::move(f);
+    }
+}
+
+// Per mapped file: from the maps tier (smaps) and the residency tier (pagemap present pages,
+// PSS computed among the tree's sharers: it runs every second where maps runs every 5 s).
+std::map<std::string, FileTick> widest_file_ticks(const RecordingData& data) {
+    std::map<std::int64_t, const ObjectInfo*> objects;
+    for (const ObjectInfo& o : data.objects)
+        if (o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) objects[o.id] = &o;
+    std::map<std::string, FileTick> best;
     std::size_t i = 0;
     while (i < data.maps.size()) {
         const std::int64_t t = data.maps[i].t_ms;
-        std::map<std::int64_t, FileTick> now;
+        std::map<std::string, FileTick> now;
         for (; i < data.maps.size() && data.maps[i].t_ms == t; ++i) {
-            FileTick& f = now[data.maps[i].object_id];
+            auto o = objects.find(data.maps[i].object_id);
+            if (o == objects.end()) continue;
+            FileTick& f = now[o->second->path];
             f.t_ms = t;
             f.rss += data.maps[i].figures.rss_kb;
             f.pss += data.maps[i].figures.pss_kb;
             f.processes.push_back(data.maps[i].process_id);
+            f.size_bytes = o->second->size_bytes;
         }
-        for (auto& [object, f] : now) {
-            auto it = best.find(object);
-            if (it == best.end() || f.rss - f.pss > it->second.rss - it->second.pss)
-                best[object] = std::move(f);
+        offer(best, std::move(now));
+    }
+    std::map<std::int64_t, const ResidencyFile*> files;
+    for (const ResidencyFile& f : data.residency_files)
+        files[f.id] = &f;
+    const auto& mapped = data.mapped_residency;
+    i = 0;
+    while (i < mapped.size()) {
+        const std::int64_t t = mapped[i].t_ms;
+        std::map<std::string, FileTick> now;
+        for (; i < mapped.size() && mapped[i].t_ms == t; ++i) {
+            const MappedResidency& m = mapped[i].sample;
+            auto file = files.find(m.file_id);
+            if (file == files.end() || !m.pss_kb || m.present_pages == 0) continue;
+            FileTick& f = now[file->second->path];
+            f.t_ms = t;
+            f.rss += m.present_pages * file->second->page_size / 1024;
+            f.pss += *m.pss_kb;
+            f.processes.push_back(m.process_id);
+            f.size_bytes = file->second->size_bytes;
         }
+        offer(best, std::move(now));
     }
     return best;
 }
 
 void shared_file_cache(const Context& c, std::vector<Finding>& out) {
     const std::int64_t tree_rss = c.report.totals.rss.value.value_or(0);
-    for (const auto& [object, f] : widest_file_ticks(c.data)) {
-        const auto o = std::find_if(c.data.objects.begin(), c.data.objects.end(),
-                                    [&](const ObjectInfo& x) { return x.id == object; });
-        if (o == c.data.objects.end() ||
-            (o->kind != MappingKind::file && o->kind != MappingKind::deleted_file))
-            continue;
+    for (const auto& [path, f] : widest_file_ticks(c.data)) {
         const std::int64_t gap = f.rss - f.pss;
         if (f.processes.size() < 2 || f.pss <= 0 || gap < thresholds::shared_file_min_gap_kb ||
             static_cast<double>(f.rss) < thresholds::shared_file_ratio * static_cast<double>(f.pss))
             continue;
         // A library shared by every process is the same effect, but rarely the story.
-        if (is_shared_library(o->path) && gap * 4 < c.diagnosis.gap_total_kb.value_or(0)) continue;
+        if (is_shared_library(path) && gap * 4 < c.diagnosis.gap_total_kb.value_or(0)) continue;
         const double ratio = static_cast<double>(f.rss) / static_cast<double>(f.pss);
         Finding x;
         x.kind = "shared_file_cache";
@@ -80,18 +109,18 @@ void shared_file_cache(const Context& c, std::vector<Finding>& out) {
                          : Severity::info;
         x.title = fmt::format("the page cache of {} is counted once per process by RSS (its Σ RSS "
                               "is {:.1f}x its Σ PSS): shared file pages, not a leak",
-                              o->path, ratio);
+                              path, ratio);
         x.evidence.push_back(fmt::format(
             "at {:.1f} s, {} processes mapped it: Σ RSS {}, Σ PSS {}{}", f.t_ms / 1000.0,
             f.processes.size(), size_text(f.rss), size_text(f.pss),
-            o->size_bytes ? fmt::format(" (the file is {})", size_text(*o->size_bytes / 1024))
-                          : std::string()));
+            f.size_bytes ? fmt::format(" (the file is {})", size_text(*f.size_bytes / 1024))
+                         : std::string()));
         x.evidence.push_back(fmt::format(
             "these are file pages (RssFile), shared and reclaimable: Σ RSS overstates what they "
             "use by {} ({:.1f}x)",
             size_text(gap), ratio));
         for (const FileResidencySummary& r : c.report.residency)
-            if (r.file.path == o->path && r.headline && r.headline->cache_amplification &&
+            if (r.file.path == path && r.headline && r.headline->cache_amplification &&
                 *r.headline->cache_amplification >= 1.5)
                 x.evidence.push_back(fmt::format(
                     "the page cache ran ahead of the reads: with {:.0f}% of the file read, it had "
@@ -103,7 +132,7 @@ void shared_file_cache(const Context& c, std::vector<Finding>& out) {
                    "jobacct_gather/cgroup, or size --mem for Σ PSS plus a margin; fewer workers "
                    "lower Σ RSS, not the memory used";
         x.process_ids = f.processes;
-        x.file = o->path;
+        x.file = path;
         x.from_ms = x.to_ms = f.t_ms;
         x.figure_name = "rss_over_pss";
         x.figure = ratio;
