@@ -99,7 +99,9 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     sharing_findings(context, findings);
     loader_findings(context, findings);
     std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-        return static_cast<int>(a.severity) < static_cast<int>(b.severity);
+        if (a.severity != b.severity)
+            return static_cast<int>(a.severity) < static_cast<int>(b.severity);
+        return a.explains_kb > b.explains_kb;
     });
     d.findings = std::move(findings);
     return d;

@@ -84,11 +84,21 @@ std::optional<std::pair<int, bool>> parse_epoch_marker(const std::string& text) 
     return std::pair{number, start};
 }
 
-// The slot's process that held it at `t`: the latest born at or before it.
-const ProcessInfo* holder_at(const std::vector<const ProcessInfo*>& slot, std::int64_t t) {
+// The slot's process that held it through the epoch: the one whose life overlaps the epoch most
+// (PyTorch forks the next generation before the last one's exit is seen, so "alive at the end"
+// can be two processes).
+const ProcessInfo* holder_of(const std::vector<const ProcessInfo*>& slot, const Epoch& e) {
     const ProcessInfo* holder = nullptr;
-    for (const ProcessInfo* p : slot)
-        if (p->birth_ms <= t && (!holder || p->birth_ms >= holder->birth_ms)) holder = p;
+    std::int64_t best = -1;
+    for (const ProcessInfo* p : slot) {
+        const std::int64_t from = std::max(p->birth_ms, e.start_ms);
+        const std::int64_t to = std::min(p->exit_ms.value_or(INT64_MAX), e.end_ms);
+        if (p->birth_ms > e.end_ms || to < from) continue;
+        if (to - from > best) {
+            best = to - from;
+            holder = p;
+        }
+    }
     return holder;
 }
 
@@ -196,9 +206,9 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                 std::int64_t to = e.end_ms + 100;
                 if (n + 1 < epochs.size())
                     to = std::max(e.end_ms, std::min(to, epochs[n + 1].start_ms));
-                const ProcessInfo* holder = holder_at(processes, e.end_ms);
+                const ProcessInfo* holder = holder_of(processes, e);
                 Kib value;
-                if (holder && (!holder->exit_ms || *holder->exit_ms >= e.start_ms))
+                if (holder)
                     if (auto v = value_in(*holder, std::max(e.start_ms, holder->birth_ms), to,
                                           true))
                         value = v->kb;

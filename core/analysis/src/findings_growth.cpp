@@ -105,6 +105,7 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
             x.from_ms = c.diagnosis.epochs.front().start_ms;
             x.to_ms = c.diagnosis.epochs.back().end_ms;
         }
+        x.explains_kb = mean * static_cast<std::int64_t>(slots.size());
         x.figure_name = with_epochs ? "growth_per_epoch_kb" : "growth_kb";
         x.figure = static_cast<double>(mean);
         x.figure_unit = with_epochs ? "KiB/epoch" : "KiB";
@@ -207,6 +208,7 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
                              "cannot see it, Σ PSS and USS grow");
         x.advice = "keep per-sample data in numpy arrays, bytes or Arrow buffers instead of Python "
                    "lists and dicts of objects (each access writes a reference count)";
+        x.explains_kb = sum;
         x.figure_name = "private_dirty_growth_kb";
         x.figure = static_cast<double>(mean);
         x.figure_unit = "KiB";
@@ -251,6 +253,7 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
             if ((g.slot < 0 && p.role == Role::main) ||
                 (g.slot >= 0 && p.role == Role::worker && p.slot == g.slot))
                 x.process_ids.push_back(p.id);
+        x.explains_kb = by_epochs ? per * static_cast<std::int64_t>(dirty->at_epoch_end.size()) : per;
         x.figure_name = by_epochs ? "private_dirty_growth_per_epoch_kb" : "private_dirty_growth_kb";
         x.figure = static_cast<double>(per);
         x.figure_unit = by_epochs ? "KiB/epoch" : "KiB";

@@ -67,6 +67,7 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
                    "lower prefetch_factor or the batch size to shrink it";
         x.process_ids = {shmem->process_id};
         x.from_ms = x.to_ms = shmem->t_ms;
+        x.explains_kb = batches_kb;
         x.figure_name = "main_shmem_kb";
         x.figure = static_cast<double>(batches_kb);
         x.figure_unit = "KiB";
@@ -90,6 +91,7 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
                    "grows with the caching allocator's blocks";
         x.process_ids = {locked->process_id};
         x.from_ms = x.to_ms = locked->t_ms;
+        x.explains_kb = locked->kb;
         x.figure_name = "main_locked_kb";
         x.figure = static_cast<double>(locked->kb);
         x.figure_unit = "KiB";
@@ -155,9 +157,13 @@ void limit_findings(const Context& c, std::vector<Finding>& out) {
     Finding x;
     x.kind = "limit_near";
     x.severity = *tightest->margin_kb < 0 ? Severity::critical : Severity::warning;
-    x.title = fmt::format("{} to the limit as {} counts: {} ({})",
-                          *tightest->margin_kb < 0 ? "over" : "margin", tightest->name,
-                          size_text(*tightest->margin_kb), tightest->at_limit);
+    const bool over = *tightest->margin_kb < 0;
+    x.title = fmt::format("{} the limit: {} counts {} at its peak, {} {} the {} limit ({}): {}",
+                          over ? "over" : "near", tightest->name,
+                          size_text(*tightest->limit.kb - *tightest->margin_kb),
+                          size_text(over ? -*tightest->margin_kb : *tightest->margin_kb),
+                          over ? "above" : "below", size_text(*tightest->limit.kb),
+                          tightest->limit.source, tightest->at_limit);
     x.evidence = std::move(evidence);
     if (!c.data.cgroup.empty()) {
         const CgroupSample& last = c.data.cgroup.back().sample;

@@ -27,6 +27,8 @@ inline constexpr double shared_file_warning_share = 0.25;
 
 // Anonymous memory inherited from main: Σ over workers of (RssAnon - Pss_Anon) at least this.
 inline constexpr std::int64_t inherited_anon_min_kb = 16 * 1024;
+// ... and a warning from this much per worker (Python with torch imported: ~90 MiB).
+inline constexpr std::int64_t inherited_anon_warning_kb = 256 * 1024;
 
 // Readahead: the page cache gained at least this many times the distinct bytes read, while less
 // than readahead_max_read_share of the file was read.

@@ -178,11 +178,17 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
                                              : "no sample of this figure")
                                    : "the figure was unavailable at every sample";
         view.limit = diagnosis.limit;
-        // A cgroup limit below the given one is what the kernel enforces on the cgroup views.
-        if (cgroup && !data.cgroup.empty()) {
-            const CgroupSample& last = data.cgroup.back().sample;
-            if (last.limit && !last.unlimited && (!view.limit.kb || *last.limit < *view.limit.kb))
-                view.limit = {last.limit, "cgroup " + last.version + " limit"};
+        // The cgroup views are held against the cgroup's own limit, which the kernel enforces
+        // (under task/cgroup SLURM sets it to --mem), else only against a limit given with
+        // --mem-limit: a SLURM variable says nothing of a cgroup without a limit.
+        if (cgroup) {
+            const CgroupSample* last = data.cgroup.empty() ? nullptr : &data.cgroup.back().sample;
+            if (last && last->limit && !last->unlimited &&
+                (!view.limit.kb || *last->limit < *view.limit.kb ||
+                 !view.limit.source.starts_with("--mem-limit")))
+                view.limit = {last->limit, "cgroup " + last->version + " limit"};
+            else if (!view.limit.source.starts_with("--mem-limit"))
+                view.limit = {};
         }
         if (view.peak && view.limit.kb)
             view.margin_kb = saturating_sub(

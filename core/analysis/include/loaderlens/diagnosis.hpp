@@ -98,6 +98,8 @@ struct Finding {
     std::string figure_name;
     double figure = 0;
     std::string figure_unit; // "KiB", "x", "KiB/epoch"
+    // How much memory it explains: among findings of one severity, the larger comes first.
+    std::int64_t explains_kb = 0;
 };
 
 // A slot's figures over the run in equal time columns (the highest value sampled in each; empty:
