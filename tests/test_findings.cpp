@@ -252,4 +252,37 @@ BOOST_AUTO_TEST_CASE(lmdb_persistent_growth_generation_reset_and_env_before_fork
     BOOST_TEST(reforked.diagnosis.epochs.size() == 3u);
 }
 
+// 11 without epochs, as most real scripts run: no markers (the loader is run bare under
+// `record`, its marker and event files unset) and persistent workers (no generations). Growth is
+// judged over each worker's life after its first seconds: worker 2 leaks 8 MiB per epoch, so over
+// the window its Private_Dirty grows by a whole number of 8 MiB steps. Control: no leak.
+BOOST_AUTO_TEST_CASE(leak_without_epochs_is_judged_over_time) {
+    RawRuns runs;
+    auto record = [&](const std::string& name, std::vector<std::string> extra) {
+        std::vector<std::string> argv{cli_path(), "record", "-q", "-o", runs.dir.file(name), "--",
+                                      "env", "-u", "LOADERLENS_MARKERS", "-u",
+                                      "LOADERLENS_LOADER_EVENTS", "-u", "LOADERLENS_SAMPLED",
+                                      cli_path(), "load", "--quiet", runs.data, "--record-size",
+                                      "16KiB", "--workers", "3", "--persistent", "--epochs", "7",
+                                      "--step-time", "30ms"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        const RunResult result = run(argv, std::chrono::seconds(120));
+        BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+        return report_of(runs.dir.file(name));
+    };
+    const ReportData leak = record("trend.db", {"--leak-per-epoch", "8", "--leak-worker", "2"});
+    BOOST_TEST(leak.diagnosis.epochs.empty());
+    const auto found = of_kind(leak, "anon_leak");
+    BOOST_REQUIRE_MESSAGE(found.size() == 1u, kinds(leak));
+    BOOST_TEST(found[0]->slot == 2);
+    const double steps = found[0]->figure / (8 * 1024.0);
+    BOOST_TEST_MESSAGE("anon_leak over time: " << found[0]->figure << " KiB = " << steps
+                                               << " epochs of 8 MiB");
+    BOOST_TEST(steps >= 2.9);
+    BOOST_TEST(std::abs(steps - std::round(steps)) <= 0.1);
+    const ReportData control = record("no-leak.db", {});
+    require_none(control, "anon_leak");
+    require_none(control, "file_growth_persistent_workers");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

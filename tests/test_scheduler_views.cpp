@@ -16,6 +16,8 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -50,6 +52,26 @@ std::vector<pid_t> descendants(pid_t root) {
         }
     }
     return out;
+}
+
+// The file's cached pages, by the test's own mincore(2) on its own map.
+std::int64_t cached_pages(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    BOOST_REQUIRE(fd >= 0);
+    struct stat st {};
+    ::fstat(fd, &st);
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    BOOST_REQUIRE(map != MAP_FAILED);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    std::vector<unsigned char> resident((size + page - 1) / page);
+    BOOST_REQUIRE(::mincore(map, size, resident.data()) == 0);
+    ::munmap(map, size);
+    ::close(fd);
+    std::int64_t count = 0;
+    for (unsigned char r : resident)
+        count += r & 1;
+    return count;
 }
 
 std::int64_t unix_ms() {
@@ -207,6 +229,60 @@ BOOST_AUTO_TEST_CASE(views_match_the_kernel_limits_follow_their_precedence, *LOA
     BOOST_TEST(alone.diagnosis.limit.source.starts_with("cgroup " + hierarchy->version));
     for (const Finding& f : alone.diagnosis.findings)
         BOOST_TEST(f.kind != "shared_file_cache");
+}
+
+// 10: a 128 MiB dataset read twice inside a cgroup of 80 MiB, from a cold cache (so its pages
+// are charged there): the page cache cannot hold it, pages are evicted and read again. Every page
+// was read, so each one the test's own mincore(2) finds missing at the end was evicted at least
+// once: a floor for the evictions the finding counts (the loader pauses 700 ms after each epoch,
+// so residency samples, every 250 ms, see the end state). Control: the same run in 1 GiB.
+BOOST_AUTO_TEST_CASE(dataset_larger_than_the_cgroup_thrashes, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(::geteuid() == 0, "needs root to make a cgroup", InCi::must_have)) return;
+    std::string why_v2, why_v1;
+    auto hierarchy = memory_v2(why_v2);
+    if (!hierarchy) hierarchy = memory_v1(why_v1);
+    if (!precondition(hierarchy.has_value(), why_v2 + "; " + why_v1, InCi::must_have)) return;
+    TempDir dir;
+    const std::string data = dir.file("big.raw");
+    BOOST_REQUIRE(run({cli_path(), "mkdata", "raw", data, "--count", "32768", "--record-size",
+                       "4KiB"})
+                      .exit_code == 0);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const std::int64_t pages = (128ll << 20) / page;
+    auto replay_in = [&](std::int64_t limit_mib, const std::string& name) {
+        TestCgroup group(hierarchy->version, hierarchy->base,
+                         "loaderlens-thrash-" + std::to_string(::getpid()));
+        BOOST_REQUIRE_MESSAGE(group.problem().empty(), group.problem());
+        BOOST_REQUIRE_MESSAGE(group.set_limit(limit_mib << 20), group.problem());
+        const int fd = ::open(data.c_str(), O_RDONLY);
+        BOOST_REQUIRE(fd >= 0);
+        ::fdatasync(fd);
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        ::close(fd);
+        const std::string out = dir.file(name);
+        const RunResult result = run(
+            {"/bin/sh", "-c",
+             "echo $$ > '" + (group.dir() / "cgroup.procs").string() + "' && exec \"$0\" \"$@\"",
+             cli_path(), "replay", "-q", "-o", out, data, "--record-size", "4KiB", "--workers", "2",
+             "--pattern", "sequential", "--epochs", "2", "--batch", "64", "--epoch-pause",
+             "700ms", "--interval", "residency=250ms"});
+        BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+        Recording recording(out);
+        return build_report(recording);
+    };
+    const ReportData tight = replay_in(80, "tight.db");
+    const std::int64_t missing = pages - cached_pages(data);
+    const Finding* thrash = nullptr;
+    for (const Finding& f : tight.diagnosis.findings)
+        if (f.kind == "cache_thrashing") thrash = &f;
+    BOOST_REQUIRE_MESSAGE(thrash, "no cache_thrashing in a cgroup of 80 MiB");
+    BOOST_TEST_MESSAGE("evicted " << thrash->figure << " pages; missing at the end " << missing);
+    BOOST_TEST(thrash->file == data);
+    BOOST_TEST(thrash->figure >= 0.9 * static_cast<double>(missing));
+    BOOST_TEST(thrash->figure <= 2.0 * static_cast<double>(pages)); // read twice at most
+    const ReportData roomy = replay_in(1024, "roomy.db");
+    for (const Finding& f : roomy.diagnosis.findings)
+        BOOST_TEST(f.kind != "cache_thrashing");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -172,6 +172,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
             view.recorder_kb = std::nullopt;
             view.recorder_in_figure = true;
         }
+        view.samples = static_cast<int>(
+            std::count_if(view.points.begin(), view.points.end(),
+                          [](const SeriesPoint& p) { return p.value.has_value(); }));
         if (!view.peak)
             view.unavailable = view.points.empty()
                                    ? (cgroup ? "no memory cgroup was readable"
@@ -186,7 +189,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
             if (last && last->limit && !last->unlimited &&
                 (!view.limit.kb || *last->limit < *view.limit.kb ||
                  !view.limit.source.starts_with("--mem-limit")))
-                view.limit = {last->limit, "cgroup " + last->version + " limit"};
+                view.limit = {last->limit, "cgroup " + last->version + " " +
+                                               (last->version == "v2" ? "memory.max"
+                                                                      : "memory.limit_in_bytes")};
             else if (!view.limit.source.starts_with("--mem-limit"))
                 view.limit = {};
         }

@@ -28,6 +28,7 @@ json view_json(const SchedulerView& v) {
             {"peak_process_id", optional(v.peak_process_id)},
             {"peak_process_kib", optional(v.peak_process_kb)},
             {"interval_ms", v.interval_ms},
+            {"samples", v.samples},
             {"recorder_kib", optional(v.recorder_kb)},
             {"recorder_in_figure", v.recorder_in_figure},
             {"limit", limit_json(v.limit)},

@@ -38,8 +38,11 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                                                           : "n/a";
         std::string margin = v.margin_kb ? signed_kib(v.margin_kb) : std::string("-");
         if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
-        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}\n", v.name, kib(v.peak),
-                           seconds(v.peak_ms), recorder, margin, v.counts);
+        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}{}\n", v.name, kib(v.peak),
+                           seconds(v.peak_ms), recorder, margin, v.counts,
+                           v.samples < 3 ? fmt::format(" (from {} sample{} only)", v.samples,
+                                                       v.samples == 1 ? "" : "s")
+                                         : std::string());
     }
     for (const SchedulerView& v : d.schedulers)
         if (v.margin_kb && v.limit.source != d.limit.source) {

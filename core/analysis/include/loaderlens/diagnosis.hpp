@@ -40,6 +40,7 @@ struct SchedulerView {
     std::optional<std::int64_t> peak_process_id;
     Kib peak_process_kb;
     std::int64_t interval_ms = 0; // the longest interval its tier ran at: shorter spikes can be missed
+    int samples = 0;              // ticks with a value: a peak of one or two says little
     // The recorder's own part of this figure (it is a process of the step); peak + recorder is
     // what the scheduler sees for the job with the recorder inside it.
     Kib recorder_kb;
