@@ -172,18 +172,20 @@ PollResult measure_polls(SyntheticRecording& recording, const RecordingShape& sh
 struct OpenResult {
     std::string size;
     std::size_t rows = 0, processes = 0, points = 0;
-    Times open, report, read_all, series, read_and_series, full_read, count;
+    Times open, report, read_all, series, read_and_series, full_read, count, diagnose;
+    std::size_t findings = 0;
 };
 
 OpenResult measure_open(const std::string& path, int workers, int rounds) {
     OpenResult r;
     r.size = mib_of(path);
     for (int round = 0; round < rounds; ++round) {
+        ReportData report;
         {
             auto start = Clock::now();
             const Recording recording(path);
             r.open.ms.push_back(ms_since(start));
-            const ReportData report = build_report(recording);
+            report = build_report(recording);
             r.report.ms.push_back(ms_since(start));
             check(report.totals.rss.value && report.totals.pss.value && report.totals.uss.value &&
                       !report.residency.empty(),
@@ -209,6 +211,13 @@ OpenResult measure_open(const std::string& path, int workers, int rounds) {
             r.series.ms.push_back(ms_since(series_start));
             r.read_and_series.ms.push_back(ms_since(start));
             r.points = points;
+            // The analysis alone, on rows already read (build_report above includes it).
+            const auto diagnose_start = Clock::now();
+            const Diagnosis diagnosis = diagnose(data, report, {});
+            r.diagnose.ms.push_back(ms_since(diagnose_start));
+            check(diagnosis.schedulers.size() == 6 && diagnosis.view("slurm_linux")->peak,
+                  "the scheduler views");
+            r.findings = diagnosis.findings.size();
         }
         {
             auto start = Clock::now();
@@ -324,6 +333,10 @@ void print_open(const OpenResult& r, const Options& o, Verdict& verdict) {
                 range_text(r.read_all).c_str());
     std::printf("  %-52s %s (%zu points)\n", "  of which series (3 tree sums, 2 per slot), lanes",
                 range_text(r.series).c_str(), r.points);
+    std::printf("  %-52s %-34s <= %.0f ms: %s (%zu findings)\n",
+                "diagnose (views, epochs, growth, findings) on the rows",
+                range_text(r.diagnose).c_str(), open_target_ms,
+                verdict.judge(r.diagnose.median() <= open_target_ms), r.findings);
     std::printf("  %-52s %s\n", "baseline: SQLite steps every row and column",
                 range_text(r.full_read).c_str());
     std::printf("  %-52s %s\n", "SELECT count(*) of every table (reference)",

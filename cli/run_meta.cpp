@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "run_meta.hpp"
 
+#include "commands.hpp"
 #include "loaderlens/exit_watcher.hpp"
 #include "loaderlens/proc_text.hpp"
-#include "commands.hpp"
 #include "output_name.hpp"
 
 #include <algorithm>
@@ -101,9 +101,9 @@ void write_recorder_footprint(Recorder& recorder) {
         const KbField fields[] = {{"Pss", &pss}};
         parse_kb_fields(*rollup, fields);
     }
-    for (const auto& [key, value] : {std::pair{"recorder_peak_rss_kb", peak_rss},
-                                     std::pair{"recorder_anon_kb", anon},
-                                     std::pair{"recorder_pss_kb", pss}})
+    for (const auto& [key, value] :
+         {std::pair{"recorder_peak_rss_kb", peak_rss}, std::pair{"recorder_anon_kb", anon},
+          std::pair{"recorder_pss_kb", pss}})
         if (value) recorder.set_meta(key, std::to_string(*value));
 }
 

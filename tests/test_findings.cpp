@@ -37,7 +37,8 @@ std::string kinds(const ReportData& report) {
 const Finding& require_one(const ReportData& report, const std::string& kind, double expected,
                            double tolerance = 0.10) {
     const auto found = of_kind(report, kind);
-    BOOST_REQUIRE_MESSAGE(found.size() == 1, "expected one " << kind << ", found: " << kinds(report));
+    BOOST_REQUIRE_MESSAGE(found.size() == 1,
+                          "expected one " << kind << ", found: " << kinds(report));
     BOOST_TEST_MESSAGE(kind << ": " << found[0]->figure_name << " " << found[0]->figure
                             << " (expected " << expected << ")");
     BOOST_TEST(std::abs(found[0]->figure - expected) <= tolerance * expected,
@@ -90,9 +91,9 @@ struct RawRuns {
     RawRuns() { mkdata({"raw", data, "--count", "1024", "--record-size", "16KiB"}); } // 16 MiB
     // Persistent workers over 4 epochs: long enough epochs for a rollup sample in each.
     ReportData run(const std::string& name, std::vector<std::string> extra) {
-        std::vector<std::string> args{data,         "--record-size", "16KiB", "--epochs", "4",
-                                      "--persistent", "--step-time", "20ms",  "--interval",
-                                      "rollup=250ms"};
+        std::vector<std::string> args{data,         "--record-size", "16KiB",       "--epochs",
+                                      "4",          "--persistent",  "--step-time", "20ms",
+                                      "--interval", "rollup=250ms"};
         args.insert(args.end(), extra.begin(), extra.end());
         replay(dir.file(name), args);
         return report_of(dir.file(name));
@@ -115,14 +116,15 @@ BOOST_AUTO_TEST_CASE(leak_and_buffer_built_before_fork) {
     BOOST_TEST(baseline.diagnosis.epochs.size() == 4u);
     BOOST_TEST(baseline.diagnosis.epochs_source == "markers");
 
-    const ReportData leak = runs.run(
-        "leak.db", {"--workers", "3", "--leak-per-epoch", "16", "--leak-worker", "1"});
+    const ReportData leak =
+        runs.run("leak.db", {"--workers", "3", "--leak-per-epoch", "16", "--leak-worker", "1"});
     const Finding& f = require_one(leak, "anon_leak", 16 * 1024.0);
     BOOST_TEST(f.slot == 1);
     BOOST_TEST(std::string(to_string(f.severity)) == "critical");
     BOOST_TEST(leak.diagnosis.findings.front().kind == "anon_leak"); // the most severe first
 
-    const ReportData before_fork = runs.run("prefork.db", {"--workers", "3", "--prefork-anon", "64"});
+    const ReportData before_fork =
+        runs.run("prefork.db", {"--workers", "3", "--prefork-anon", "64"});
     const Finding& g = require_one(before_fork, "inherited_anon", 3 * 64 * 1024.0);
     BOOST_TEST(g.process_ids.size() == 4u); // the 3 workers and main
     require_none(before_fork, "anon_leak");
@@ -171,8 +173,9 @@ BOOST_AUTO_TEST_CASE(readahead_amplification) {
     mkdata({"raw", data, "--count", "32768", "--record-size", "4KiB"});
     auto run = [&](const std::string& name, std::vector<std::string> extra) {
         evict(data);
-        std::vector<std::string> args{data, "--record-size", "4KiB", "--workers", "2",
-                                      "--batch", "8", "--interval", "residency=250ms"};
+        std::vector<std::string> args{
+            data, "--record-size", "4KiB",           "--workers", "2", "--batch",
+            "8",  "--interval",    "residency=250ms"};
         args.insert(args.end(), extra.begin(), extra.end());
         replay(dir.file(name), args);
         const std::int64_t cached = cached_bytes(data);
@@ -186,8 +189,8 @@ BOOST_AUTO_TEST_CASE(readahead_amplification) {
     const Finding& f =
         require_one(random, "readahead_amplification", static_cast<double>(cached) / read);
     BOOST_TEST(f.file == data);
-    const auto [advised, cached_advised] = run(
-        "advised.db", {"--pattern", "random", "--num-samples", "1000", "--advice", "random"});
+    const auto [advised, cached_advised] =
+        run("advised.db", {"--pattern", "random", "--num-samples", "1000", "--advice", "random"});
     require_none(advised, "readahead_amplification");
     const auto [sequential, cached_all] = run("sequential.db", {"--pattern", "sequential"});
     require_none(sequential, "readahead_amplification");
@@ -259,12 +262,32 @@ BOOST_AUTO_TEST_CASE(lmdb_persistent_growth_generation_reset_and_env_before_fork
 BOOST_AUTO_TEST_CASE(leak_without_epochs_is_judged_over_time) {
     RawRuns runs;
     auto record = [&](const std::string& name, std::vector<std::string> extra) {
-        std::vector<std::string> argv{cli_path(), "record", "-q", "-o", runs.dir.file(name), "--",
-                                      "env", "-u", "LOADERLENS_MARKERS", "-u",
-                                      "LOADERLENS_LOADER_EVENTS", "-u", "LOADERLENS_SAMPLED",
-                                      cli_path(), "load", "--quiet", runs.data, "--record-size",
-                                      "16KiB", "--workers", "3", "--persistent", "--epochs", "7",
-                                      "--step-time", "30ms"};
+        std::vector<std::string> argv{cli_path(),
+                                      "record",
+                                      "-q",
+                                      "-o",
+                                      runs.dir.file(name),
+                                      "--",
+                                      "env",
+                                      "-u",
+                                      "LOADERLENS_MARKERS",
+                                      "-u",
+                                      "LOADERLENS_LOADER_EVENTS",
+                                      "-u",
+                                      "LOADERLENS_SAMPLED",
+                                      cli_path(),
+                                      "load",
+                                      "--quiet",
+                                      runs.data,
+                                      "--record-size",
+                                      "16KiB",
+                                      "--workers",
+                                      "3",
+                                      "--persistent",
+                                      "--epochs",
+                                      "7",
+                                      "--step-time",
+                                      "30ms"};
         argv.insert(argv.end(), extra.begin(), extra.end());
         const RunResult result = run(argv, std::chrono::seconds(120));
         BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);

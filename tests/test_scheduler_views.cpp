@@ -14,9 +14,9 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
@@ -107,11 +107,18 @@ struct Recorded {
 Recorded record_in(const TestCgroup& group, const TempDir& dir, const std::string& name,
                    const std::string& data, int workers, const std::string& environment) {
     const std::string out = dir.file(name);
-    std::vector<std::string> argv{
-        "/bin/sh", "-c",
-        "echo $$ > '" + (group.dir() / "cgroup.procs").string() + "' && exec env " + environment +
-            " \"$0\" \"$@\"",
-        cli_path(), "record", "-q", "-o", out, "--interval", "rollup=250ms", "--"};
+    std::vector<std::string> argv{"/bin/sh",
+                                  "-c",
+                                  "echo $$ > '" + (group.dir() / "cgroup.procs").string() +
+                                      "' && exec env " + environment + " \"$0\" \"$@\"",
+                                  cli_path(),
+                                  "record",
+                                  "-q",
+                                  "-o",
+                                  out,
+                                  "--interval",
+                                  "rollup=250ms",
+                                  "--"};
     for (const std::string& word : workload(data, workers, 8, 1, 4000))
         argv.push_back(word);
     Child recorder(argv);
@@ -163,10 +170,9 @@ BOOST_AUTO_TEST_CASE(views_match_the_kernel_limits_follow_their_precedence, *LOA
     const ReportData report = build_report(recording);
     const Diagnosis& d = report.diagnosis;
     const std::int64_t t_ms = o.t_unix_ms - *recording.meta_number("start_unix_ns") / 1'000'000;
-    BOOST_TEST_MESSAGE("oracle at " << t_ms << " ms: Σ VmRSS " << o.rss_kb << ", Σ Pss "
-                                    << o.pss_kb << ", cgroup anon " << o.cgroup_anon_kb
-                                    << " KiB; file Rss " << o.file_rss_kb << ", Pss "
-                                    << o.file_pss_kb);
+    BOOST_TEST_MESSAGE("oracle at " << t_ms << " ms: Σ VmRSS " << o.rss_kb << ", Σ Pss " << o.pss_kb
+                                    << ", cgroup anon " << o.cgroup_anon_kb << " KiB; file Rss "
+                                    << o.file_rss_kb << ", Pss " << o.file_pss_kb);
     auto near = [&](const char* key) {
         const SchedulerView* view = d.view(key);
         BOOST_REQUIRE(view);
@@ -244,9 +250,9 @@ BOOST_AUTO_TEST_CASE(dataset_larger_than_the_cgroup_thrashes, *LOADERLENS_MAY_SK
     if (!precondition(hierarchy.has_value(), why_v2 + "; " + why_v1, InCi::must_have)) return;
     TempDir dir;
     const std::string data = dir.file("big.raw");
-    BOOST_REQUIRE(run({cli_path(), "mkdata", "raw", data, "--count", "32768", "--record-size",
-                       "4KiB"})
-                      .exit_code == 0);
+    BOOST_REQUIRE(
+        run({cli_path(), "mkdata", "raw", data, "--count", "32768", "--record-size", "4KiB"})
+            .exit_code == 0);
     const long page = ::sysconf(_SC_PAGESIZE);
     const std::int64_t pages = (128ll << 20) / page;
     auto replay_in = [&](std::int64_t limit_mib, const std::string& name) {
@@ -261,11 +267,29 @@ BOOST_AUTO_TEST_CASE(dataset_larger_than_the_cgroup_thrashes, *LOADERLENS_MAY_SK
         ::close(fd);
         const std::string out = dir.file(name);
         const RunResult result = run(
-            {"/bin/sh", "-c",
+            {"/bin/sh",
+             "-c",
              "echo $$ > '" + (group.dir() / "cgroup.procs").string() + "' && exec \"$0\" \"$@\"",
-             cli_path(), "replay", "-q", "-o", out, data, "--record-size", "4KiB", "--workers", "2",
-             "--pattern", "sequential", "--epochs", "2", "--batch", "64", "--epoch-pause",
-             "700ms", "--interval", "residency=250ms"});
+             cli_path(),
+             "replay",
+             "-q",
+             "-o",
+             out,
+             data,
+             "--record-size",
+             "4KiB",
+             "--workers",
+             "2",
+             "--pattern",
+             "sequential",
+             "--epochs",
+             "2",
+             "--batch",
+             "64",
+             "--epoch-pause",
+             "700ms",
+             "--interval",
+             "residency=250ms"});
         BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
         Recording recording(out);
         return build_report(recording);

@@ -3,9 +3,9 @@
 
 #include "buffer_plan.hpp"
 #include "loader_events.hpp"
+#include "prefork_buffer.hpp"
 #include "read_progress.hpp"
 #include "sample_reader.hpp"
-#include "prefork_buffer.hpp"
 #include "shared_buffers.hpp"
 #include "splitmix.hpp"
 #include "worker_pool.hpp"

@@ -38,18 +38,20 @@ std::optional<std::int64_t> GrowthFigure::growth_per_epoch_kb() const {
     std::int64_t steps = 0;
     for (const Kib& v : at_epoch_end) {
         if (!v) continue;
-        if (!first) first = *v;
-        else ++steps;
+        if (!first)
+            first = *v;
+        else
+            ++steps;
         last = *v;
     }
     if (!first || steps == 0) return std::nullopt;
-    return (*last - *first) / steps;
+    return saturating_sub(*last, *first) / steps;
 }
 
 namespace diagnosis {
 
 std::string size_text(std::int64_t kb) {
-    if (kb < 0) return "-" + format_kib(-kb);
+    if (kb < 0) return "-" + format_kib(saturating_sub(0, kb));
     return format_kib(kb);
 }
 
@@ -69,7 +71,8 @@ Kib meta_kb(const RecordingData& data, const std::string& key) {
     auto it = data.meta.find(key);
     if (it == data.meta.end()) return std::nullopt;
     std::int64_t value = 0;
-    auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+    auto [ptr, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
     if (ec != std::errc{} || value < 0) return std::nullopt;
     return value;
 }

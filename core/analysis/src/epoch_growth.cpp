@@ -94,8 +94,8 @@ const ProcessInfo* holder_of(const std::vector<const ProcessInfo*>& slot, const 
         const std::int64_t from = std::max(p->birth_ms, e.start_ms);
         const std::int64_t to = std::min(p->exit_ms.value_or(INT64_MAX), e.end_ms);
         if (p->birth_ms > e.end_ms || to < from) continue;
-        if (to - from > best) {
-            best = to - from;
+        if (saturating_sub(to, from) > best) {
+            best = saturating_sub(to, from);
             holder = p;
         }
     }
@@ -159,16 +159,18 @@ std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source) {
     std::map<int, Epoch> generations;
     for (const ProcessInfo& p : data.processes) {
         if (p.role != Role::worker || p.generation < 0) continue;
-        auto [it, fresh] = generations.try_emplace(p.generation, Epoch{p.generation, p.birth_ms,
-                                                                       p.exit_ms.value_or(-1)});
+        auto [it, fresh] = generations.try_emplace(
+            p.generation, Epoch{p.generation, p.birth_ms, p.exit_ms.value_or(-1)});
         it->second.start_ms = std::min(it->second.start_ms, p.birth_ms);
         it->second.end_ms = std::max(it->second.end_ms, p.exit_ms.value_or(-1));
     }
     if (generations.size() < 2) return {};
     for (auto& [number, e] : generations)
         if (e.end_ms >= e.start_ms) epochs.push_back(e);
-    if (epochs.size() >= 2) source = "generations";
-    else epochs.clear();
+    if (epochs.size() >= 2)
+        source = "generations";
+    else
+        epochs.clear();
     return epochs;
 }
 
@@ -209,8 +211,8 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                 const ProcessInfo* holder = holder_of(processes, e);
                 Kib value;
                 if (holder)
-                    if (auto v = value_in(*holder, std::max(e.start_ms, holder->birth_ms), to,
-                                          true))
+                    if (auto v =
+                            value_in(*holder, std::max(e.start_ms, holder->birth_ms), to, true))
                         value = v->kb;
                 figure.at_epoch_end.push_back(value);
                 if (!holder || (monotone_process && *monotone_process != holder->id))
@@ -220,7 +222,7 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                     const auto noise = std::max<std::int64_t>(
                         thresholds::growth_noise_kb,
                         static_cast<std::int64_t>(thresholds::growth_noise_share * *previous));
-                    if (*value - *previous <= noise) monotone = false;
+                    if (saturating_sub(*value, *previous) <= noise) monotone = false;
                 } else if (&e != &epochs.front()) {
                     monotone = false;
                 }
@@ -230,13 +232,15 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
             if (!epochs.empty() || processes.empty()) return;
             // No epochs: the longest-lived holder, after it settled.
             const ProcessInfo* longest = nullptr;
-            auto life = [&](const ProcessInfo* p) { return p->exit_ms.value_or(end_ms) - p->birth_ms; };
+            auto life = [&](const ProcessInfo* p) {
+                return saturating_sub(p->exit_ms.value_or(end_ms), p->birth_ms);
+            };
             for (const ProcessInfo* p : processes)
                 if (!longest || life(p) > life(longest)) longest = p;
             const std::int64_t settle = std::max<std::int64_t>(
                 thresholds::settle_ms,
                 static_cast<std::int64_t>(thresholds::settle_share * life(longest)));
-            const std::int64_t from = longest->birth_ms + settle,
+            const std::int64_t from = saturating_add(longest->birth_ms, settle),
                                to = longest->exit_ms.value_or(end_ms);
             if (from >= to) return;
             auto first = value_in(*longest, from, to, false);
@@ -265,18 +269,19 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                         if (row->figures.rss_kb >= 1024) slot_files[key.second] = true;
         for (const auto& [object, yes] : slot_files) {
             GrowthFigure figure{"file", objects[object]->path};
-            fill(figure, [&](const ProcessInfo& p, std::int64_t from, std::int64_t to,
-                             bool last) -> std::optional<TimedValue> {
-                auto it = file_rows.find({p.id, object});
-                if (it == file_rows.end()) return std::nullopt;
-                std::optional<TimedValue> found;
-                for (const MapRow* row : it->second) {
-                    if (row->t_ms < from || row->t_ms > to) continue;
-                    found = TimedValue{row->t_ms, row->figures.rss_kb};
-                    if (!last) break;
-                }
-                return found;
-            });
+            fill(figure,
+                 [&](const ProcessInfo& p, std::int64_t from, std::int64_t to,
+                     bool last) -> std::optional<TimedValue> {
+                     auto it = file_rows.find({p.id, object});
+                     if (it == file_rows.end()) return std::nullopt;
+                     std::optional<TimedValue> found;
+                     for (const MapRow* row : it->second) {
+                         if (row->t_ms < from || row->t_ms > to) continue;
+                         found = TimedValue{row->t_ms, row->figures.rss_kb};
+                         if (!last) break;
+                     }
+                     return found;
+                 });
             g.figures.push_back(std::move(figure));
         }
         out.push_back(std::move(g));

@@ -18,7 +18,7 @@ std::vector<std::int64_t> steps(const GrowthFigure& f) {
     std::vector<std::int64_t> out;
     for (std::size_t i = 1; i < f.at_epoch_end.size(); ++i)
         if (f.at_epoch_end[i] && f.at_epoch_end[i - 1])
-            out.push_back(*f.at_epoch_end[i] - *f.at_epoch_end[i - 1]);
+            out.push_back(saturating_sub(*f.at_epoch_end[i], *f.at_epoch_end[i - 1]));
     return out;
 }
 
@@ -42,7 +42,7 @@ std::string epoch_values(const GrowthFigure& f) {
 }
 
 std::int64_t trend_growth(const GrowthFigure& f) {
-    return f.trend_first && f.trend_last ? *f.trend_last - *f.trend_first : 0;
+    return f.trend_first && f.trend_last ? saturating_sub(*f.trend_last, *f.trend_first) : 0;
 }
 
 void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
@@ -68,7 +68,7 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
         const auto& growth = growth_by_file[path];
         std::int64_t mean = 0;
         for (auto g : growth)
-            mean += g;
+            mean = saturating_add(mean, g);
         mean /= static_cast<std::int64_t>(growth.size());
         const bool with_epochs = !c.diagnosis.epochs.empty();
         Finding x;
@@ -82,12 +82,12 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
         for (const SlotGrowth* g : slots) {
             const GrowthFigure* f = g->find("file", path);
             x.evidence.push_back(
-                with_epochs ? fmt::format("{}: RSS of the file at each epoch's end {}", g->label,
-                                          epoch_values(*f))
-                            : fmt::format("{}: RSS of the file {} at {:.1f} s -> {} at {:.1f} s",
-                                          g->label, size_text(*f->trend_first),
-                                          *f->trend_from_ms / 1000.0, size_text(*f->trend_last),
-                                          *f->trend_to_ms / 1000.0));
+                with_epochs
+                    ? fmt::format("{}: RSS of the file at each epoch's end {}", g->label,
+                                  epoch_values(*f))
+                    : fmt::format("{}: RSS of the file {} at {:.1f} s -> {} at {:.1f} s", g->label,
+                                  size_text(*f->trend_first), *f->trend_from_ms / 1000.0,
+                                  size_text(*f->trend_last), *f->trend_to_ms / 1000.0));
             if (x.slot < 0) x.slot = g->slot;
         }
         if (const GrowthFigure* dirty = slots.front()->find("private_dirty"); dirty && with_epochs)
@@ -105,7 +105,7 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
             x.from_ms = c.diagnosis.epochs.front().start_ms;
             x.to_ms = c.diagnosis.epochs.back().end_ms;
         }
-        x.explains_kb = mean * static_cast<std::int64_t>(slots.size());
+        x.explains_kb = saturating_mul(mean, static_cast<std::int64_t>(slots.size()));
         x.figure_name = with_epochs ? "growth_per_epoch_kb" : "growth_kb";
         x.figure = static_cast<double>(mean);
         x.figure_unit = with_epochs ? "KiB/epoch" : "KiB";
@@ -123,16 +123,19 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
     std::vector<std::int64_t> ids;
     std::int64_t drops = 0, count = 0;
     for (auto& [slot, list] : slots) {
-        std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->birth_ms < b->birth_ms; });
+        std::sort(list.begin(), list.end(),
+                  [](auto* a, auto* b) { return a->birth_ms < b->birth_ms; });
         for (std::size_t i = 1; i < list.size(); ++i) {
             const ProcessInfo& before = *list[i - 1];
             const ProcessInfo& after = *list[i];
-            const auto end = last_value(c.data, c.rows, before.id, Figure::rss_file, before.birth_ms,
-                                        before.exit_ms.value_or(INT64_MAX));
-            const auto start = first_value(c.data, c.rows, after.id, Figure::rss_file,
-                                           after.birth_ms, INT64_MAX);
-            if (!end || !start || end->kb < 2 * start->kb + thresholds::growth_noise_kb) continue;
-            drops += end->kb - start->kb;
+            const auto end = last_value(c.data, c.rows, before.id, Figure::rss_file,
+                                        before.birth_ms, before.exit_ms.value_or(INT64_MAX));
+            const auto start =
+                first_value(c.data, c.rows, after.id, Figure::rss_file, after.birth_ms, INT64_MAX);
+            if (!end || !start ||
+                end->kb < saturating_add(saturating_mul(2, start->kb), thresholds::growth_noise_kb))
+                continue;
+            drops = saturating_add(drops, saturating_sub(end->kb, start->kb));
             ++count;
             ids.push_back(after.id);
             if (evidence.size() < 4)
@@ -179,15 +182,21 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
         const auto a0 = last_value(c.data, c.rows, p.id, Figure::rss_anon, p.birth_ms, d0->t_ms);
         const auto a1 = last_value(c.data, c.rows, p.id, Figure::rss_anon, p.birth_ms, d1->t_ms);
         if (!r0 || !r1 || !a0 || !a1) continue;
-        Growth g{&p, d1->kb - d0->kb, r1->kb - r0->kb, a1->kb - a0->kb, d0->kb, d1->kb};
+        Growth g{&p,
+                 saturating_sub(d1->kb, d0->kb),
+                 saturating_sub(r1->kb, r0->kb),
+                 saturating_sub(a1->kb, a0->kb),
+                 d0->kb,
+                 d1->kb};
         if (g.dirty >= thresholds::cow_min_kb &&
-            static_cast<double>(g.anon) < thresholds::cow_max_rss_share * static_cast<double>(g.dirty))
+            static_cast<double>(g.anon) <
+                thresholds::cow_max_rss_share * static_cast<double>(g.dirty))
             copying.push_back(g);
     }
     if (!copying.empty()) {
         std::int64_t sum = 0;
         for (const Growth& g : copying)
-            sum += g.dirty;
+            sum = saturating_add(sum, g.dirty);
         const std::int64_t mean = sum / static_cast<std::int64_t>(copying.size());
         Finding x;
         x.kind = "copy_on_read";
@@ -197,10 +206,10 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
                               copying.size(), size_text(mean));
         for (const Growth& g : copying) {
             if (x.evidence.size() < 4)
-                x.evidence.push_back(fmt::format(
-                    "{} pid {}: Private_Dirty {} -> {}, RssAnon {:+} KiB, RSS {:+} KiB",
-                    label_of(*g.p), g.p->key.pid, size_text(g.first_dirty),
-                    size_text(g.last_dirty), g.anon, g.rss));
+                x.evidence.push_back(
+                    fmt::format("{} pid {}: Private_Dirty {} -> {}, RssAnon {:+} KiB, RSS {:+} KiB",
+                                label_of(*g.p), g.p->key.pid, size_text(g.first_dirty),
+                                size_text(g.last_dirty), g.anon, g.rss));
             x.process_ids.push_back(g.p->id);
         }
         x.evidence.push_back("the pages were already in each worker's RSS (inherited at fork); "
@@ -237,11 +246,10 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
             x.evidence.push_back("Private_Dirty at each epoch's end: " + epoch_values(*dirty));
             x.evidence.push_back("RssAnon at each epoch's end: " + epoch_values(*anon));
         } else {
-            x.evidence.push_back(fmt::format("Private_Dirty {} at {:.1f} s -> {} at {:.1f} s",
-                                             size_text(*dirty->trend_first),
-                                             *dirty->trend_from_ms / 1000.0,
-                                             size_text(*dirty->trend_last),
-                                             *dirty->trend_to_ms / 1000.0));
+            x.evidence.push_back(
+                fmt::format("Private_Dirty {} at {:.1f} s -> {} at {:.1f} s",
+                            size_text(*dirty->trend_first), *dirty->trend_from_ms / 1000.0,
+                            size_text(*dirty->trend_last), *dirty->trend_to_ms / 1000.0));
             x.evidence.push_back("epochs were not marked: judged over time, after the worker's "
                                  "first seconds");
         }
@@ -253,7 +261,9 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
             if ((g.slot < 0 && p.role == Role::main) ||
                 (g.slot >= 0 && p.role == Role::worker && p.slot == g.slot))
                 x.process_ids.push_back(p.id);
-        x.explains_kb = by_epochs ? per * static_cast<std::int64_t>(dirty->at_epoch_end.size()) : per;
+        x.explains_kb =
+            by_epochs ? saturating_mul(per, static_cast<std::int64_t>(dirty->at_epoch_end.size()))
+                      : per;
         x.figure_name = by_epochs ? "private_dirty_growth_per_epoch_kb" : "private_dirty_growth_kb";
         x.figure = static_cast<double>(per);
         x.figure_unit = by_epochs ? "KiB/epoch" : "KiB";

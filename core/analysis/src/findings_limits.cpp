@@ -42,27 +42,28 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
     const std::int64_t staging_bytes = config.value("pin_staging_bytes", std::int64_t{0});
     const std::int64_t locked_kb =
         staging_bytes > 0 ? staging_bytes / 1024 : (locked ? locked->kb : 0);
-    if (shmem && shmem->kb - locked_kb >= thresholds::shmem_batches_min_kb) {
-        const std::int64_t batches_kb = shmem->kb - locked_kb;
+    if (shmem && saturating_sub(shmem->kb, locked_kb) >= thresholds::shmem_batches_min_kb) {
+        const std::int64_t batches_kb = saturating_sub(shmem->kb, locked_kb);
         Finding x;
         x.kind = "shared_memory_batches";
         x.severity = Severity::info;
         x.title = fmt::format("shared-memory batches in flight: {} in main", size_text(batches_kb));
         const std::int64_t ring = config.value("batch_ring_bytes", std::int64_t{0});
         if (ring > 0)
-            x.evidence.push_back(fmt::format(
-                "= workers x prefetch x batch: {} x {} x {} = {}", config.value("workers", 0),
-                config.value("prefetch", 0), size_text(ring / 1024 / std::max(1, config.value("workers", 1)) /
-                                                       std::max(1, config.value("prefetch", 1))),
-                size_text(ring / 1024)));
+            x.evidence.push_back(
+                fmt::format("= workers x prefetch x batch: {} x {} x {} = {}",
+                            config.value("workers", 0), config.value("prefetch", 0),
+                            size_text(ring / 1024 / std::max(1, config.value("workers", 1)) /
+                                      std::max(1, config.value("prefetch", 1))),
+                            size_text(ring / 1024)));
         else
             x.evidence.push_back("PyTorch puts each collated batch in shared memory (/dev/shm): "
                                  "num_workers x prefetch_factor x batch bytes are in flight");
-        x.evidence.push_back(fmt::format("main's RssShmem peaked at {} at {:.1f} s{}",
-                                         size_text(shmem->kb), shmem->t_ms / 1000.0,
-                                         locked_kb ? fmt::format(" ({} of it pinned staging)",
-                                                                 size_text(locked_kb))
-                                                   : std::string()));
+        x.evidence.push_back(
+            fmt::format("main's RssShmem peaked at {} at {:.1f} s{}", size_text(shmem->kb),
+                        shmem->t_ms / 1000.0,
+                        locked_kb ? fmt::format(" ({} of it pinned staging)", size_text(locked_kb))
+                                  : std::string()));
         x.advice = "counted by RSS in main and in the worker that filled each batch, by PSS once; "
                    "lower prefetch_factor or the batch size to shrink it";
         x.process_ids = {shmem->process_id};
@@ -115,8 +116,8 @@ void thrashing(const Context& c, std::vector<Finding>& out) {
                                          "cache while it was followed",
                                          *r.evicted.value, 100.0 * *r.evicted.value / pages));
         if (r.refaulted)
-            x.evidence.push_back(fmt::format("at least {} pages read again after their eviction",
-                                             *r.refaulted));
+            x.evidence.push_back(
+                fmt::format("at least {} pages read again after their eviction", *r.refaulted));
         if (r.final_cached)
             x.evidence.push_back(fmt::format("{:.0f}% of the file cached at the end",
                                              100.0 * *r.final_cached / pages));
@@ -142,15 +143,16 @@ void limit_findings(const Context& c, std::vector<Finding>& out) {
     std::vector<std::string> evidence;
     for (const SchedulerView& v : c.diagnosis.schedulers) {
         if (!v.margin_kb || !v.limit.kb || *v.limit.kb <= 0) continue;
-        const double used = static_cast<double>(*v.limit.kb - *v.margin_kb) / *v.limit.kb;
-        evidence.push_back(fmt::format("{}: peak {} at {:.1f} s{}, limit {} ({}): margin {}",
-                                       v.name, size_text(*v.peak), v.peak_ms / 1000.0,
-                                       v.recorder_kb ? fmt::format(" + recorder {}",
-                                                                   size_text(*v.recorder_kb))
-                                                     : std::string(),
-                                       size_text(*v.limit.kb), v.limit.source,
-                                       size_text(*v.margin_kb)));
-        if (used >= thresholds::limit_near_share && (!tightest || *v.margin_kb < *tightest->margin_kb))
+        const double used =
+            static_cast<double>(saturating_sub(*v.limit.kb, *v.margin_kb)) / *v.limit.kb;
+        evidence.push_back(
+            fmt::format("{}: peak {} at {:.1f} s{}, limit {} ({}): margin {}", v.name,
+                        size_text(*v.peak), v.peak_ms / 1000.0,
+                        v.recorder_kb ? fmt::format(" + recorder {}", size_text(*v.recorder_kb))
+                                      : std::string(),
+                        size_text(*v.limit.kb), v.limit.source, size_text(*v.margin_kb)));
+        if (used >= thresholds::limit_near_share &&
+            (!tightest || *v.margin_kb < *tightest->margin_kb))
             tightest = &v;
     }
     if (!tightest) return;
@@ -158,12 +160,13 @@ void limit_findings(const Context& c, std::vector<Finding>& out) {
     x.kind = "limit_near";
     x.severity = *tightest->margin_kb < 0 ? Severity::critical : Severity::warning;
     const bool over = *tightest->margin_kb < 0;
-    x.title = fmt::format("{} the limit: {} counts {} at its peak, {} {} the {} limit ({}): {}",
-                          over ? "over" : "near", tightest->name,
-                          size_text(*tightest->limit.kb - *tightest->margin_kb),
-                          size_text(over ? -*tightest->margin_kb : *tightest->margin_kb),
-                          over ? "above" : "below", size_text(*tightest->limit.kb),
-                          tightest->limit.source, tightest->at_limit);
+    x.title = fmt::format(
+        "{} the limit: {} counts {} at its peak, {} {} the {} limit ({}): {}",
+        over ? "over" : "near", tightest->name,
+        size_text(saturating_sub(*tightest->limit.kb, *tightest->margin_kb)),
+        size_text(over ? saturating_sub(0, *tightest->margin_kb) : *tightest->margin_kb),
+        over ? "above" : "below", size_text(*tightest->limit.kb), tightest->limit.source,
+        tightest->at_limit);
     x.evidence = std::move(evidence);
     if (!c.data.cgroup.empty()) {
         const CgroupSample& last = c.data.cgroup.back().sample;
@@ -173,11 +176,11 @@ void limit_findings(const Context& c, std::vector<Finding>& out) {
                 "what can be OOM-killed",
                 size_text(*last.file), size_text(*last.anon)));
         if (last.failcnt && *last.failcnt > 0)
-            x.evidence.push_back(fmt::format("the cgroup hit its limit {} times (failcnt)",
-                                             *last.failcnt));
+            x.evidence.push_back(
+                fmt::format("the cgroup hit its limit {} times (failcnt)", *last.failcnt));
         if (last.oom_kill && *last.oom_kill > 0)
-            x.evidence.push_back(fmt::format("the OOM killer killed {} processes in the cgroup",
-                                             *last.oom_kill));
+            x.evidence.push_back(
+                fmt::format("the OOM killer killed {} processes in the cgroup", *last.oom_kill));
     }
     x.advice = "raise the limit, or lower what that view counts (see the other findings for what "
                "it is made of)";

@@ -39,7 +39,8 @@ struct FileTick {
 void offer(std::map<std::string, FileTick>& best, std::map<std::string, FileTick>&& now) {
     for (auto& [path, f] : now) {
         auto it = best.find(path);
-        if (it == best.end() || f.rss - f.pss > it->second.rss - it->second.pss)
+        if (it == best.end() ||
+            saturating_sub(f.rss, f.pss) > saturating_sub(it->second.rss, it->second.pss))
             best[path] = std::move(f);
     }
 }
@@ -60,8 +61,8 @@ std::map<std::string, FileTick> widest_file_ticks(const RecordingData& data) {
             if (o == objects.end()) continue;
             FileTick& f = now[o->second->path];
             f.t_ms = t;
-            f.rss += data.maps[i].figures.rss_kb;
-            f.pss += data.maps[i].figures.pss_kb;
+            f.rss = saturating_add(f.rss, data.maps[i].figures.rss_kb);
+            f.pss = saturating_add(f.pss, data.maps[i].figures.pss_kb);
             f.processes.push_back(data.maps[i].process_id);
             f.size_bytes = o->second->size_bytes;
         }
@@ -81,8 +82,9 @@ std::map<std::string, FileTick> widest_file_ticks(const RecordingData& data) {
             if (file == files.end() || !m.pss_kb || m.present_pages == 0) continue;
             FileTick& f = now[file->second->path];
             f.t_ms = t;
-            f.rss += m.present_pages * file->second->page_size / 1024;
-            f.pss += *m.pss_kb;
+            f.rss = saturating_add(f.rss,
+                                   saturating_mul(m.present_pages, file->second->page_size) / 1024);
+            f.pss = saturating_add(f.pss, *m.pss_kb);
             f.processes.push_back(m.process_id);
             f.size_bytes = file->second->size_bytes;
         }
@@ -94,12 +96,12 @@ std::map<std::string, FileTick> widest_file_ticks(const RecordingData& data) {
 void shared_file_cache(const Context& c, std::vector<Finding>& out) {
     const std::int64_t tree_rss = c.report.totals.rss.value.value_or(0);
     for (const auto& [path, f] : widest_file_ticks(c.data)) {
-        const std::int64_t gap = f.rss - f.pss;
+        const std::int64_t gap = saturating_sub(f.rss, f.pss);
         if (f.processes.size() < 2 || f.pss <= 0 || gap < thresholds::shared_file_min_gap_kb ||
             static_cast<double>(f.rss) < thresholds::shared_file_ratio * static_cast<double>(f.pss))
             continue;
         // A library shared by every process is the same effect, but rarely the story.
-        if (is_shared_library(path) && gap * 4 < c.diagnosis.gap_total_kb.value_or(0)) continue;
+        if (is_shared_library(path) && gap < c.diagnosis.gap_total_kb.value_or(0) / 4) continue;
         const double ratio = static_cast<double>(f.rss) / static_cast<double>(f.pss);
         Finding x;
         x.kind = "shared_file_cache";
@@ -153,7 +155,7 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
         if (!p) continue;
         if (p->role == Role::main) main_id = id;
         if (p->role != Role::worker) continue;
-        workers_gap += gap;
+        workers_gap = saturating_add(workers_gap, gap);
         if (gap >= 1024) workers.push_back(id);
     }
     if (workers_gap < thresholds::inherited_anon_min_kb || workers.empty() || main_id == 0) return;
@@ -164,8 +166,8 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
     const std::int64_t per_worker = workers_gap / static_cast<std::int64_t>(workers.size());
     // An interpreter with torch imported shares about 90 MiB per worker this way: information;
     // a data buffer loaded before fork is more.
-    x.severity = per_worker >= thresholds::inherited_anon_warning_kb ? Severity::warning
-                                                                     : Severity::info;
+    x.severity =
+        per_worker >= thresholds::inherited_anon_warning_kb ? Severity::warning : Severity::info;
     x.title = fmt::format("{} of main's anonymous memory, built before fork, is shared "
                           "copy-on-write by {} workers: RSS counts it in each, so Σ RSS "
                           "over-counts it by {}; not page cache",
@@ -199,9 +201,10 @@ void readahead_amplification(const Context& c, std::vector<Finding>& out) {
     const std::int64_t read = c.data.loader.progress.back().distinct_bytes;
     for (const FileResidencySummary& r : c.report.residency) {
         if (!r.loader_data_file || !r.final_cached || r.file.size_bytes <= 0 || read <= 0) continue;
-        const std::int64_t gained_bytes =
-            (*r.final_cached - r.cached_before.value_or(0)) * r.file.page_size;
-        const double read_share = static_cast<double>(read) / static_cast<double>(r.file.size_bytes);
+        const std::int64_t gained_bytes = saturating_mul(
+            saturating_sub(*r.final_cached, r.cached_before.value_or(0)), r.file.page_size);
+        const double read_share =
+            static_cast<double>(read) / static_cast<double>(r.file.size_bytes);
         const double amplification = static_cast<double>(gained_bytes) / static_cast<double>(read);
         if (read_share >= thresholds::readahead_max_read_share ||
             amplification < thresholds::readahead_amplification)
@@ -209,9 +212,10 @@ void readahead_amplification(const Context& c, std::vector<Finding>& out) {
         Finding x;
         x.kind = "readahead_amplification";
         x.severity = Severity::warning;
-        x.title = fmt::format("readahead amplification {:.1f}x: the page cache of {} gained {:.1f}x "
-                              "the bytes the loader read",
-                              amplification, r.file.path, amplification);
+        x.title =
+            fmt::format("readahead amplification {:.1f}x: the page cache of {} gained {:.1f}x "
+                        "the bytes the loader read",
+                        amplification, r.file.path, amplification);
         x.evidence.push_back(fmt::format(
             "by the end: {} distinct bytes read ({:.1f}% of the file), page cache gained {} "
             "({:.1f}% of the file cached at the end, {:.1f}% before)",

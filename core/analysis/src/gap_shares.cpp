@@ -34,7 +34,7 @@ std::optional<std::int64_t> widest_gap_tick(const RecordingData& data) {
             const RollupSample& s = data.rollup[i].sample;
             if (!s.rss || !s.pss) continue;
             any = true;
-            gap = saturating_add(gap, positive(*s.rss - *s.pss));
+            gap = saturating_add(gap, positive(saturating_sub(*s.rss, *s.pss)));
         }
         if (any && gap > best) {
             best = gap;
@@ -57,13 +57,17 @@ CauseGaps cause_gaps_at(const RecordingData& data, const ProcessRows& rows, std:
         };
         const auto anon = value(Figure::rss_anon), shmem = value(Figure::rss_shmem),
                    file = value(Figure::rss_file);
+        // Sums clamped: a damaged recording may hold any value.
         if (anon && s.pss_anon) {
-            const std::int64_t gap = positive(anon->kb - *s.pss_anon);
-            out.anon += gap;
+            const std::int64_t gap = positive(saturating_sub(anon->kb, *s.pss_anon));
+            out.anon = saturating_add(out.anon, gap);
             out.anon_by_process[id] = gap;
         }
-        if (shmem && s.pss_shmem) out.shmem += positive(shmem->kb - *s.pss_shmem);
-        if (file && s.pss_file) out.file += positive(file->kb - *s.pss_file);
+        if (shmem && s.pss_shmem)
+            out.shmem =
+                saturating_add(out.shmem, positive(saturating_sub(shmem->kb, *s.pss_shmem)));
+        if (file && s.pss_file)
+            out.file = saturating_add(out.file, positive(saturating_sub(file->kb, *s.pss_file)));
     }
     return out;
 }
@@ -73,24 +77,27 @@ void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& d
     if (!tick) return;
     diagnosis.gap_ms = *tick;
     const CauseGaps gaps = cause_gaps_at(data, rows, *tick);
-    diagnosis.gap_total_kb = gaps.anon + gaps.shmem + gaps.file;
+    diagnosis.gap_total_kb = saturating_add(saturating_add(gaps.anon, gaps.shmem), gaps.file);
     if (gaps.anon > 0)
-        diagnosis.gap.push_back({"anon", "anonymous memory shared copy-on-write after fork",
-                                 gaps.anon});
+        diagnosis.gap.push_back(
+            {"anon", "anonymous memory shared copy-on-write after fork", gaps.anon});
     if (gaps.shmem > 0)
         diagnosis.gap.push_back(
             {"shmem", "shared memory (/dev/shm segments, shared anonymous maps)", gaps.shmem});
     // File pages, split by file from the maps sample nearest the tick.
     std::optional<std::int64_t> maps_t;
     for (const MapRow& row : data.maps)
-        if (!maps_t || std::llabs(row.t_ms - *tick) < std::llabs(*maps_t - *tick))
+        if (!maps_t || std::llabs(saturating_sub(row.t_ms, *tick)) <
+                           std::llabs(saturating_sub(*maps_t, *tick)))
             maps_t = row.t_ms;
     std::int64_t listed = 0;
     if (maps_t && gaps.file > 0) {
         std::map<std::int64_t, std::int64_t> by_object;
         for (const MapRow& row : data.maps)
             if (row.t_ms == *maps_t)
-                by_object[row.object_id] += positive(row.figures.rss_kb - row.figures.pss_kb);
+                by_object[row.object_id] = saturating_add(
+                    by_object[row.object_id],
+                    positive(saturating_sub(row.figures.rss_kb, row.figures.pss_kb)));
         std::vector<GapShare> files;
         for (const ObjectInfo& o : data.objects) {
             if (o.kind != MappingKind::file && o.kind != MappingKind::deleted_file) continue;
@@ -103,12 +110,12 @@ void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& d
         if (files.size() > 3) files.resize(3);
         for (const GapShare& f : files) {
             diagnosis.gap.push_back(f);
-            listed += f.gap_kb;
+            listed = saturating_add(listed, f.gap_kb);
         }
     }
     if (gaps.file > listed)
         diagnosis.gap.push_back({"file", listed ? "other mapped files" : "mapped files",
-                                 gaps.file - listed});
+                                 saturating_sub(gaps.file, listed)});
     std::stable_sort(diagnosis.gap.begin(), diagnosis.gap.end(),
                      [](const GapShare& a, const GapShare& b) { return a.gap_kb > b.gap_kb; });
 }

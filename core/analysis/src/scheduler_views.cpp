@@ -91,9 +91,9 @@ MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& opt
     }
     for (auto it = data.cgroup.rbegin(); it != data.cgroup.rend(); ++it)
         if (it->sample.limit && !it->sample.unlimited)
-            return {it->sample.limit, "cgroup " + it->sample.version + " " +
-                                          (it->sample.version == "v2" ? "memory.max"
-                                                                      : "memory.limit_in_bytes")};
+            return {it->sample.limit,
+                    "cgroup " + it->sample.version + " " +
+                        (it->sample.version == "v2" ? "memory.max" : "memory.limit_in_bytes")};
     return {};
 }
 
@@ -110,7 +110,8 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     SchedulerView linux_view{"slurm_linux", "SLURM jobacct_gather/linux",
                              "Σ RSS of the step's processes", "statm RSS, summed per fast tick",
                              "OverMemoryKill kills the step (every process, the recorder too)"};
-    per_process_view(data.fast, [](const FastSample& s) { return s.rss; }, linux_view);
+    per_process_view(
+        data.fast, [](const FastSample& s) { return s.rss; }, linux_view);
     linux_view.interval_ms = fast_ms;
     linux_view.recorder_kb = recorder_rss;
     views.push_back(std::move(linux_view));
@@ -118,7 +119,8 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     SchedulerView pss_view{"slurm_usepss", "SLURM jobacct_gather/linux UsePss",
                            "Σ PSS of the step's processes", "smaps_rollup Pss, summed per tick",
                            "OverMemoryKill kills the step"};
-    per_process_view(data.rollup, [](const RollupSample& s) { return s.pss; }, pss_view);
+    per_process_view(
+        data.rollup, [](const RollupSample& s) { return s.pss; }, pss_view);
     pss_view.interval_ms = rollup_ms;
     pss_view.recorder_kb = diagnosis.recorder_pss_kb;
     views.push_back(std::move(pss_view));
@@ -130,7 +132,8 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
         data.fast,
         [](const FastSample& s) -> Kib {
             if (!s.rss || !s.rss_file || !s.rss_shmem) return std::nullopt;
-            return std::max<std::int64_t>(0, *s.rss - *s.rss_file - *s.rss_shmem);
+            return std::max<std::int64_t>(
+                0, saturating_sub(saturating_sub(*s.rss, *s.rss_file), *s.rss_shmem));
         },
         noshared);
     noshared.interval_ms = fast_ms;
@@ -144,16 +147,19 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
                                v2 ? "cgroup memory.current" : "cgroup v1 memory.stat total_rss",
                                "reported only; the limit is enforced by task/cgroup (next line)"};
     if (v2)
-        cgroup_view(data, [](const CgroupSample& c) { return c.usage; }, slurm_cgroup);
+        cgroup_view(
+            data, [](const CgroupSample& c) { return c.usage; }, slurm_cgroup);
     else
-        cgroup_view(data, [](const CgroupSample& c) { return c.anon; }, slurm_cgroup);
+        cgroup_view(
+            data, [](const CgroupSample& c) { return c.anon; }, slurm_cgroup);
     views.push_back(std::move(slurm_cgroup));
 
     SchedulerView usage{"cgroup_usage", "cgroup usage (task/cgroup, the kernel)",
                         "everything charged to the cgroup, page cache included",
                         v2 ? "memory.current" : "memory.usage_in_bytes",
                         "file pages are reclaimed first; then the OOM killer kills in the cgroup"};
-    cgroup_view(data, [](const CgroupSample& c) { return c.usage; }, usage);
+    cgroup_view(
+        data, [](const CgroupSample& c) { return c.usage; }, usage);
     views.push_back(std::move(usage));
 
     SchedulerView k8s{"k8s_working_set", "Kubernetes working set",
@@ -176,10 +182,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
             std::count_if(view.points.begin(), view.points.end(),
                           [](const SeriesPoint& p) { return p.value.has_value(); }));
         if (!view.peak)
-            view.unavailable = view.points.empty()
-                                   ? (cgroup ? "no memory cgroup was readable"
-                                             : "no sample of this figure")
-                                   : "the figure was unavailable at every sample";
+            view.unavailable = view.points.empty() ? (cgroup ? "no memory cgroup was readable"
+                                                             : "no sample of this figure")
+                                                   : "the figure was unavailable at every sample";
         view.limit = diagnosis.limit;
         // The cgroup views are held against the cgroup's own limit, which the kernel enforces
         // (under task/cgroup SLURM sets it to --mem), else only against a limit given with
@@ -189,9 +194,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
             if (last && last->limit && !last->unlimited &&
                 (!view.limit.kb || *last->limit < *view.limit.kb ||
                  !view.limit.source.starts_with("--mem-limit")))
-                view.limit = {last->limit, "cgroup " + last->version + " " +
-                                               (last->version == "v2" ? "memory.max"
-                                                                      : "memory.limit_in_bytes")};
+                view.limit = {last->limit,
+                              "cgroup " + last->version + " " +
+                                  (last->version == "v2" ? "memory.max" : "memory.limit_in_bytes")};
             else if (!view.limit.source.starts_with("--mem-limit"))
                 view.limit = {};
         }

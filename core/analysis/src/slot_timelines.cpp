@@ -17,9 +17,10 @@ std::vector<SlotTimeline> slot_timelines(const RecordingData& data, const Proces
         if (p.role == Role::main) slots[-1].push_back(p.id);
     }
     const std::int64_t span = std::max<std::int64_t>(1, end_ms);
-    auto column_of = [&](std::int64_t t) {
-        const std::int64_t c = std::clamp<std::int64_t>(t, 0, span) * columns / (span + 1);
-        return static_cast<std::size_t>(std::clamp<std::int64_t>(c, 0, columns - 1));
+    auto column_of = [&](std::int64_t t) { // in double: a damaged recording's times may be any
+        const double c = static_cast<double>(std::clamp<std::int64_t>(t, 0, span)) * columns /
+                         (static_cast<double>(span) + 1);
+        return static_cast<std::size_t>(std::clamp<double>(c, 0, columns - 1));
     };
     // Per column, the sum over the slot's processes at each tick, then the highest tick's sum.
     auto fill = [&](const std::vector<std::int64_t>& ids, bool fast, auto get, int& samples) {
@@ -47,15 +48,16 @@ std::vector<SlotTimeline> slot_timelines(const RecordingData& data, const Proces
     std::vector<SlotTimeline> out;
     for (const auto& [slot, ids] : slots) {
         SlotTimeline line{slot, slot < 0 ? "main" : "worker " + std::to_string(slot), 0, end_ms};
-        line.rss = fill(ids, true, [](const FastSample* s, const RollupSample*) { return s->rss; },
-                        line.samples_rss);
+        line.rss = fill(
+            ids, true, [](const FastSample* s, const RollupSample*) { return s->rss; },
+            line.samples_rss);
         int pss_samples = 0;
-        line.pss = fill(ids, false,
-                        [](const FastSample*, const RollupSample* s) { return s->pss; },
-                        line.samples_pss);
-        line.uss = fill(ids, false,
-                        [](const FastSample*, const RollupSample* s) { return s->uss(); },
-                        pss_samples);
+        line.pss = fill(
+            ids, false, [](const FastSample*, const RollupSample* s) { return s->pss; },
+            line.samples_pss);
+        line.uss = fill(
+            ids, false, [](const FastSample*, const RollupSample* s) { return s->uss(); },
+            pss_samples);
         out.push_back(std::move(line));
     }
     return out;

@@ -10,8 +10,7 @@ namespace {
 using nlohmann::json;
 
 json limit_json(const MemoryLimit& limit) {
-    return {{"kib", optional(limit.kb)},
-            {"source", limit.kb ? json(limit.source) : json(nullptr)}};
+    return {{"kib", optional(limit.kb)}, {"source", limit.kb ? json(limit.source) : json(nullptr)}};
 }
 
 json view_json(const SchedulerView& v) {

@@ -17,7 +17,7 @@ using report_format::seconds;
 
 std::string signed_kib(const Kib& value) {
     if (!value) return "n/a";
-    return *value < 0 ? "-" + kib(-*value) : kib(*value);
+    return *value < 0 ? "-" + kib(saturating_sub(0, *value)) : kib(*value);
 }
 
 void append_schedulers(std::string& out, const Diagnosis& d) {
@@ -74,8 +74,8 @@ std::string sparkline(const std::vector<Kib>& columns, std::int64_t top) {
             line += " ";
             continue;
         }
-        const std::int64_t level = top > 0 ? std::clamp<std::int64_t>(*v * 8 / (top + 1), 0, 7) : 0;
-        line += levels[level];
+        const double share = top > 0 ? static_cast<double>(*v) / static_cast<double>(top) : 0;
+        line += levels[static_cast<int>(std::clamp(share * 8, 0.0, 7.0))];
     }
     return line;
 }
@@ -125,12 +125,16 @@ void append_timelines(std::string& out, const ReportData& r) {
     std::string ticks(columns, ' ');
     for (const Epoch& e : d.epochs) {
         const std::int64_t span = std::max<std::int64_t>(1, r.duration_ms);
-        const auto c = static_cast<std::size_t>(
-            std::clamp<std::int64_t>(e.end_ms * static_cast<std::int64_t>(columns) / (span + 1), 0,
-                                     static_cast<std::int64_t>(columns) - 1));
+        const double at = static_cast<double>(e.end_ms) * static_cast<double>(columns) /
+                          (static_cast<double>(span) + 1);
+        const auto c =
+            static_cast<std::size_t>(std::clamp(at, 0.0, static_cast<double>(columns) - 1));
         ticks[c] = '\'';
     }
     if (!d.epochs.empty()) out += fmt::format("  {:<9} {:<4} {}\n", "epochs", "", ticks);
+    // Many slots: RSS and PSS only (USS is in the epochs table and the JSON), so that a
+    // 32-worker report stays readable.
+    const bool many = d.timelines.size() > 9;
     for (const SlotTimeline& t : d.timelines) {
         const struct {
             const char* name;
@@ -138,6 +142,7 @@ void append_timelines(std::string& out, const ReportData& r) {
         } rows[] = {{"RSS", t.rss}, {"PSS", t.pss}, {"USS", t.uss}};
         bool first = true;
         for (const auto& row : rows) {
+            if (many && &row.columns == &t.uss) continue;
             const Kib top = highest(row.columns);
             std::string note = top ? kib(top) : std::string("n/a");
             if (&row.columns == &t.pss && t.samples_pss > 0 && t.samples_pss < 3)
@@ -170,14 +175,15 @@ void append_epochs(std::string& out, const ReportData& r) {
     for (std::size_t i : shown)
         header += fmt::format(" {:>9}", fmt::format("e{}", d.epochs[i].number));
     out += header + fmt::format(" {:>11}\n", "PER EPOCH");
+    // Many slots: only the figures that move, so that a 32-worker table stays readable.
+    const bool many = d.growth.size() > 9;
     for (const SlotGrowth& g : d.growth) {
         bool first = true;
         for (const GrowthFigure& f : g.figures) {
-            // RSS and PSS always; the rest where they move (a table of 32 slots stays readable).
+            // RSS and PSS always (few slots); the rest where they move.
             const auto per_epoch = f.growth_per_epoch_kb();
-            if (f.figure != "rss" && f.figure != "pss" && !f.monotone &&
-                (!per_epoch || std::abs(*per_epoch) < 1024))
-                continue;
+            const bool moves = f.monotone || (per_epoch && std::abs(*per_epoch) >= 1024);
+            if (!moves && (many || (f.figure != "rss" && f.figure != "pss"))) continue;
             std::string name = f.figure == "file" ? f.path.substr(f.path.rfind('/') + 1) : f.figure;
             if (name.size() > 14) name = name.substr(0, 13) + "~";
             std::string line = fmt::format("  {:<9} {:<14}", first ? g.label : "", name);

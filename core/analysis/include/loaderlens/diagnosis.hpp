@@ -39,14 +39,15 @@ struct SchedulerView {
     // The process that held the most of it at the peak tick (per-process views only).
     std::optional<std::int64_t> peak_process_id;
     Kib peak_process_kb;
-    std::int64_t interval_ms = 0; // the longest interval its tier ran at: shorter spikes can be missed
-    int samples = 0;              // ticks with a value: a peak of one or two says little
+    std::int64_t interval_ms =
+        0;           // the longest interval its tier ran at: shorter spikes can be missed
+    int samples = 0; // ticks with a value: a peak of one or two says little
     // The recorder's own part of this figure (it is a process of the step); peak + recorder is
     // what the scheduler sees for the job with the recorder inside it.
     Kib recorder_kb;
     bool recorder_in_figure = false; // a cgroup figure: the recorder is charged there already
     MemoryLimit limit;
-    Kib margin_kb; // limit - (peak + recorder); negative: over it
+    Kib margin_kb;           // limit - (peak + recorder); negative: over it
     std::string unavailable; // why there is no peak (no cgroup sample, no PSS readable...)
 };
 
@@ -126,7 +127,7 @@ struct Diagnosis {
     std::vector<SlotTimeline> timelines;
     std::vector<GapShare> gap; // at gap_ms
     std::int64_t gap_ms = 0;
-    Kib gap_total_kb; // Σ RSS - Σ PSS at gap_ms
+    Kib gap_total_kb;              // Σ RSS - Σ PSS at gap_ms
     std::vector<Finding> findings; // most severe first
     const SchedulerView* view(const std::string& key) const;
 };
