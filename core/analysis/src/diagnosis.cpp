@@ -88,6 +88,9 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     d.recorder_pss_kb = meta_kb(data, "recorder_pss_kb");
     d.recorder_anon_kb = meta_kb(data, "recorder_anon_kb");
     if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
+    for (const auto& [t, c] : data.cgroup)
+        if (c.usage && (!d.cgroup_at_peak || *c.usage > d.cgroup_at_peak->usage.value_or(-1)))
+            d.cgroup_at_peak = c;
     d.limit = resolve_limit(data, options);
     d.schedulers = scheduler_views(data, &report, d);
     d.epochs = find_epochs(data, d.epochs_source);

@@ -81,6 +81,13 @@ void add_diagnosis(json& out, const Diagnosis& d) {
                        {"pss_kib", optional(d.recorder_pss_kb)},
                        {"anon_kib", optional(d.recorder_anon_kb)}};
     out["cgroup_before_kib"] = optional(d.cgroup_before_kb);
+    out["cgroup_at_peak"] =
+        d.cgroup_at_peak ? json{{"anon_kib", optional(d.cgroup_at_peak->anon)},
+                                {"active_file_kib", optional(d.cgroup_at_peak->active_file)},
+                                {"inactive_file_kib", optional(d.cgroup_at_peak->inactive_file)},
+                                {"shmem_kib", optional(d.cgroup_at_peak->shmem)},
+                                {"usage_kib", optional(d.cgroup_at_peak->usage)}}
+                         : json(nullptr);
     out["schedulers"] = json::array();
     for (const SchedulerView& v : d.schedulers)
         out["schedulers"].push_back(view_json(v));

@@ -177,6 +177,12 @@ void append_totals(std::string& out, const ReportData& r) {
                            peak(t.cgroup_usage), t.cgroup_version, t.cgroup_path, limit);
     else
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
+    if (const auto& c = r.diagnosis.cgroup_at_peak)
+        out +=
+            fmt::format("          at its peak: anon {}, active file {}, inactive file {}, shmem "
+                        "{}; {} before the command started\n",
+                        kib(c->anon), kib(c->active_file), kib(c->inactive_file), kib(c->shmem),
+                        kib(r.diagnosis.cgroup_before_kb));
     if (t.oom_kills && *t.oom_kills > 0)
         out += fmt::format("  OOM kills in the cgroup: {}\n", *t.oom_kills);
     // A partial Σ PSS would make the ratio meaningless.

@@ -119,8 +119,10 @@ struct Diagnosis {
     MemoryLimit limit;
     // Recorder's own size (meta written when it finished; empty if it was killed).
     Kib recorder_peak_rss_kb, recorder_pss_kb, recorder_anon_kb;
-    // What the cgroup held at its first sample, before the command had done much.
+    // What the cgroup held at its first sample, before the command had done much, and its sample
+    // at the peak of its usage (for the split into anon, active and inactive file, shmem).
     Kib cgroup_before_kb;
+    std::optional<CgroupSample> cgroup_at_peak;
     std::vector<Epoch> epochs;
     std::string epochs_source; // "markers", "generations", or empty: not known
     std::vector<SlotGrowth> growth;
