@@ -6,13 +6,11 @@
 // Each has a control: a run without the cause, where that finding must not appear.
 #include "loaderlens/report.hpp"
 #include "replay_support.hpp"
+#include "residency_support.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
@@ -48,34 +46,6 @@ const Finding& require_one(const ReportData& report, const std::string& kind, do
 
 void require_none(const ReportData& report, const std::string& kind) {
     BOOST_TEST(of_kind(report, kind).empty(), "control has " << kind << ": " << kinds(report));
-}
-
-// Writes the file back and drops it from the page cache (clean pages go without root).
-void evict(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    BOOST_REQUIRE(fd >= 0);
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-}
-
-// The test's own count of the file's cached pages, in bytes (mincore(2) on its own map).
-std::int64_t cached_bytes(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    BOOST_REQUIRE(fd >= 0);
-    struct stat st {};
-    ::fstat(fd, &st);
-    const long page = ::sysconf(_SC_PAGESIZE);
-    void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-    BOOST_REQUIRE(map != MAP_FAILED);
-    std::vector<unsigned char> pages(static_cast<std::size_t>((st.st_size + page - 1) / page));
-    BOOST_REQUIRE(::mincore(map, static_cast<std::size_t>(st.st_size), pages.data()) == 0);
-    std::int64_t resident = 0;
-    for (unsigned char p : pages)
-        resident += p & 1;
-    ::munmap(map, static_cast<std::size_t>(st.st_size));
-    ::close(fd);
-    return resident * page;
 }
 
 ReportData report_of(const std::string& path) {
@@ -122,6 +92,23 @@ BOOST_AUTO_TEST_CASE(leak_and_buffer_built_before_fork) {
     BOOST_TEST(f.slot == 1);
     BOOST_TEST(std::string(to_string(f.severity)) == "critical");
     BOOST_TEST(leak.diagnosis.findings.front().kind == "anon_leak"); // the most severe first
+    // The same through the CLI: the text opens with the verdict, the JSON has the stable keys.
+    const std::string text = run({cli_path(), "report", runs.dir.file("leak.db")}).out;
+    const auto verdict = text.find("\nVerdict");
+    BOOST_TEST(verdict < text.find("\nTree totals"));
+    BOOST_TEST(text.find("[critical] growth in worker 1 is anonymous", verdict) ==
+               text.find('\n', verdict + 1) + 3);
+    const auto json =
+        nlohmann::json::parse(run({cli_path(), "report", "--json", runs.dir.file("leak.db")}).out);
+    BOOST_TEST(json["schedulers"].size() == 6u);
+    BOOST_TEST(json["schedulers"][0]["key"] == "slurm_linux");
+    BOOST_TEST(json["epochs"]["source"] == "markers");
+    BOOST_TEST(json["epochs"]["list"].size() == 4u);
+    BOOST_TEST(json["findings"][0]["kind"] == "anon_leak");
+    BOOST_TEST(json["findings"][0]["slot"] == 1);
+    BOOST_TEST(json["findings"][0]["figure"]["unit"] == "KiB/epoch");
+    BOOST_TEST(json["rss_pss_gap"].contains("causes"));
+    BOOST_TEST(json["growth"].size() == 4u); // main and 3 slots
 
     const ReportData before_fork =
         runs.run("prefork.db", {"--workers", "3", "--prefork-anon", "64"});
@@ -172,13 +159,13 @@ BOOST_AUTO_TEST_CASE(readahead_amplification) {
     const std::string data = dir.file("big.raw");
     mkdata({"raw", data, "--count", "32768", "--record-size", "4KiB"});
     auto run = [&](const std::string& name, std::vector<std::string> extra) {
-        evict(data);
+        residency::make_cold(data);
         std::vector<std::string> args{
             data, "--record-size", "4KiB",           "--workers", "2", "--batch",
             "8",  "--interval",    "residency=250ms"};
         args.insert(args.end(), extra.begin(), extra.end());
         replay(dir.file(name), args);
-        const std::int64_t cached = cached_bytes(data);
+        const std::int64_t cached = residency::cached_pages(data) * residency::page_size();
         Recording recording(dir.file(name));
         return std::pair{build_report(recording), cached};
     };

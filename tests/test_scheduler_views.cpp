@@ -9,6 +9,7 @@
 #include "cgroup_support.hpp"
 #include "loaderlens/report.hpp"
 #include "precondition.hpp"
+#include "residency_support.hpp"
 #include "smaps_oracle.hpp"
 #include "support.hpp"
 
@@ -52,26 +53,6 @@ std::vector<pid_t> descendants(pid_t root) {
         }
     }
     return out;
-}
-
-// The file's cached pages, by the test's own mincore(2) on its own map.
-std::int64_t cached_pages(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    BOOST_REQUIRE(fd >= 0);
-    struct stat st {};
-    ::fstat(fd, &st);
-    const auto size = static_cast<std::size_t>(st.st_size);
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    BOOST_REQUIRE(map != MAP_FAILED);
-    const long page = ::sysconf(_SC_PAGESIZE);
-    std::vector<unsigned char> resident((size + page - 1) / page);
-    BOOST_REQUIRE(::mincore(map, size, resident.data()) == 0);
-    ::munmap(map, size);
-    ::close(fd);
-    std::int64_t count = 0;
-    for (unsigned char r : resident)
-        count += r & 1;
-    return count;
 }
 
 std::int64_t unix_ms() {
@@ -253,18 +234,13 @@ BOOST_AUTO_TEST_CASE(dataset_larger_than_the_cgroup_thrashes, *LOADERLENS_MAY_SK
     BOOST_REQUIRE(
         run({cli_path(), "mkdata", "raw", data, "--count", "32768", "--record-size", "4KiB"})
             .exit_code == 0);
-    const long page = ::sysconf(_SC_PAGESIZE);
-    const std::int64_t pages = (128ll << 20) / page;
+    const std::int64_t pages = (128ll << 20) / residency::page_size();
     auto replay_in = [&](std::int64_t limit_mib, const std::string& name) {
         TestCgroup group(hierarchy->version, hierarchy->base,
                          "loaderlens-thrash-" + std::to_string(::getpid()));
         BOOST_REQUIRE_MESSAGE(group.problem().empty(), group.problem());
         BOOST_REQUIRE_MESSAGE(group.set_limit(limit_mib << 20), group.problem());
-        const int fd = ::open(data.c_str(), O_RDONLY);
-        BOOST_REQUIRE(fd >= 0);
-        ::fdatasync(fd);
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        ::close(fd);
+        residency::make_cold(data);
         const std::string out = dir.file(name);
         const RunResult result = run(
             {"/bin/sh",
@@ -295,7 +271,7 @@ BOOST_AUTO_TEST_CASE(dataset_larger_than_the_cgroup_thrashes, *LOADERLENS_MAY_SK
         return build_report(recording);
     };
     const ReportData tight = replay_in(80, "tight.db");
-    const std::int64_t missing = pages - cached_pages(data);
+    const std::int64_t missing = pages - residency::cached_pages(data);
     const Finding* thrash = nullptr;
     for (const Finding& f : tight.diagnosis.findings)
         if (f.kind == "cache_thrashing") thrash = &f;

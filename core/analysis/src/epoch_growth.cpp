@@ -12,37 +12,6 @@ namespace loaderlens::diagnosis {
 
 namespace {
 
-Kib figure_of(const RecordingData& data, std::size_t row, Figure figure, bool fast) {
-    if (fast) {
-        const FastSample& s = data.fast[row].sample;
-        switch (figure) {
-        case Figure::rss:
-            return s.rss;
-        case Figure::rss_anon:
-            return s.rss_anon;
-        case Figure::rss_file:
-            return s.rss_file;
-        default:
-            return s.rss_shmem;
-        }
-    }
-    const RollupSample& s = data.rollup[row].sample;
-    switch (figure) {
-    case Figure::pss:
-        return s.pss;
-    case Figure::uss:
-        return s.uss();
-    case Figure::private_dirty:
-        return s.private_dirty;
-    case Figure::pss_anon:
-        return s.pss_anon;
-    case Figure::locked:
-        return s.locked;
-    default:
-        return s.pss_shmem;
-    }
-}
-
 template <typename Pick>
 std::optional<TimedValue> pick_value(const RecordingData& data, const ProcessRows& rows,
                                      std::int64_t process_id, Figure figure, std::int64_t from_ms,
@@ -55,7 +24,8 @@ std::optional<TimedValue> pick_value(const RecordingData& data, const ProcessRow
     for (std::size_t row : it->second) {
         const std::int64_t t = fast ? data.fast[row].t_ms : data.rollup[row].t_ms;
         if (t < from_ms || t > to_ms) continue;
-        if (const Kib value = figure_of(data, row, figure, fast)) {
+        if (const Kib value = fast ? figure_of(data.fast[row].sample, figure)
+                                   : figure_of(data.rollup[row].sample, figure)) {
             out = TimedValue{t, *value};
             if (!pick_last) break;
         }
@@ -205,7 +175,7 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                 const Epoch& e = epochs[n];
                 // The epoch-end marker's sample comes a few ms after the marker; never a row of
                 // the next epoch.
-                std::int64_t to = e.end_ms + 100;
+                std::int64_t to = saturating_add(e.end_ms, 100);
                 if (n + 1 < epochs.size())
                     to = std::max(e.end_ms, std::min(to, epochs[n + 1].start_ms));
                 const ProcessInfo* holder = holder_of(processes, e);

@@ -160,7 +160,7 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
     }
     if (workers_gap < thresholds::inherited_anon_min_kb || workers.empty() || main_id == 0) return;
     const auto main_anon =
-        last_value(c.data, c.rows, main_id, Figure::rss_anon, *tick - 2000, *tick);
+        last_value(c.data, c.rows, main_id, Figure::rss_anon, saturating_sub(*tick, 2000), *tick);
     Finding x;
     x.kind = "inherited_anon";
     const std::int64_t per_worker = workers_gap / static_cast<std::int64_t>(workers.size());

@@ -53,7 +53,7 @@ CauseGaps cause_gaps_at(const RecordingData& data, const ProcessRows& rows, std:
         const RollupSample& s = it->sample;
         const std::int64_t id = s.process_id;
         auto value = [&](Figure f) {
-            return last_value(data, rows, id, f, t_ms - fast_row_window_ms, t_ms);
+            return last_value(data, rows, id, f, saturating_sub(t_ms, fast_row_window_ms), t_ms);
         };
         const auto anon = value(Figure::rss_anon), shmem = value(Figure::rss_shmem),
                    file = value(Figure::rss_file);
@@ -86,10 +86,13 @@ void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& d
             {"shmem", "shared memory (/dev/shm segments, shared anonymous maps)", gaps.shmem});
     // File pages, split by file from the maps sample nearest the tick.
     std::optional<std::int64_t> maps_t;
+    // In unsigned: a damaged recording's times may be any (llabs of INT64_MIN is undefined).
+    auto distance = [](std::int64_t a, std::int64_t b) {
+        return a > b ? static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)
+                     : static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
+    };
     for (const MapRow& row : data.maps)
-        if (!maps_t || std::llabs(saturating_sub(row.t_ms, *tick)) <
-                           std::llabs(saturating_sub(*maps_t, *tick)))
-            maps_t = row.t_ms;
+        if (!maps_t || distance(row.t_ms, *tick) < distance(*maps_t, *tick)) maps_t = row.t_ms;
     std::int64_t listed = 0;
     if (maps_t && gaps.file > 0) {
         std::map<std::int64_t, std::int64_t> by_object;

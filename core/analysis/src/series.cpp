@@ -197,6 +197,15 @@ std::vector<SeriesPoint> decimate(std::vector<SeriesPoint> points, std::size_t m
 
 } // namespace
 
+Kib figure_of(const FastSample& sample, Figure figure) {
+    if (source_of(figure) != FigureSource::fast) return std::nullopt;
+    return fast_figure(sample, figure);
+}
+Kib figure_of(const RollupSample& sample, Figure figure) {
+    if (source_of(figure) != FigureSource::rollup) return std::nullopt;
+    return rollup_figure(sample, figure);
+}
+
 FigureSource source_of(Figure figure) {
     return entry(figure).source;
 }

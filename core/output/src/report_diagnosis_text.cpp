@@ -182,7 +182,8 @@ void append_epochs(std::string& out, const ReportData& r) {
         for (const GrowthFigure& f : g.figures) {
             // RSS and PSS always (few slots); the rest where they move.
             const auto per_epoch = f.growth_per_epoch_kb();
-            const bool moves = f.monotone || (per_epoch && std::abs(*per_epoch) >= 1024);
+            const bool moves =
+                f.monotone || (per_epoch && (*per_epoch >= 1024 || *per_epoch <= -1024));
             if (!moves && (many || (f.figure != "rss" && f.figure != "pss"))) continue;
             std::string name = f.figure == "file" ? f.path.substr(f.path.rfind('/') + 1) : f.figure;
             if (name.size() > 14) name = name.substr(0, 13) + "~";

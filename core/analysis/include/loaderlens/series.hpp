@@ -94,4 +94,9 @@ struct Series {
 
 Series series(const RecordingData& data, const SeriesQuery& query);
 
+// One row's figure: a fast-tier figure of a fast row, a rollup-tier figure of a rollup row
+// (another tier's figure: unavailable).
+Kib figure_of(const FastSample& sample, Figure figure);
+Kib figure_of(const RollupSample& sample, Figure figure);
+
 } // namespace loaderlens
