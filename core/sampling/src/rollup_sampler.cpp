@@ -97,6 +97,8 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
     // Only when kept readings are allowed: a full sweep needs no look.
     const bool still = max_age_ms_ > 0 && stillness_.look(live);
     read_last_ = composite_last_ = 0;
+    for (const ProcessInfo& info : live)
+        if (!states_.contains(info.key)) ++births_;
     for (const ProcessInfo& info : live) {
         State& state = states_[info.key];
         const std::int64_t age = now_ms - state.read_ms;
@@ -115,7 +117,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         }
         // The same files as at the reading (a file mapped or dropped since moves the rest too),
         // and the rest's resident memory where it was.
-        if (young && share && state.share_at_read &&
+        if (young && share && state.share_at_read && state.births_at_read == births_ &&
             state.share_at_read->file_ids == share->file_ids &&
             rest_stood(state, *share, stillness_.resident_pages(info.key))) {
             state.last_row = composite(state, *share, age);
@@ -129,6 +131,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         state.share_at_read.reset();
         if (share && state.reading.pss && state.reading.rss) state.share_at_read = *share;
         state.resident_at_read = stillness_.resident_pages(info.key);
+        state.births_at_read = births_;
         state.last_row = state.reading;
         out.push_back(state.reading);
     }
