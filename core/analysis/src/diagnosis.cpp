@@ -9,6 +9,10 @@
 
 namespace loaderlens {
 
+bool is_shared_library(const std::string& path) {
+    return path.ends_with(".so") || path.find(".so.") != std::string::npos;
+}
+
 const char* to_string(Severity severity) {
     switch (severity) {
     case Severity::critical:
@@ -55,9 +59,15 @@ std::string size_text(std::int64_t kb) {
     return format_kib(kb);
 }
 
-std::string label_of(const ProcessInfo& p) {
-    if (p.role == Role::worker) return fmt::format("worker {} (gen {})", p.slot, p.generation);
-    return to_string(p.role);
+std::optional<std::int64_t> meta_number(const RecordingData& data, const std::string& key) {
+    auto it = data.meta.find(key);
+    if (it == data.meta.end()) return std::nullopt;
+    std::int64_t value = 0;
+    const char* end = it->second.data() + it->second.size();
+    auto [ptr, ec] = std::from_chars(it->second.data(), end, value);
+    if (ec != std::errc{} || value < 0 || (ptr != end && std::string_view(ptr, end) != "M"))
+        return std::nullopt;
+    return value;
 }
 
 } // namespace diagnosis
@@ -67,16 +77,6 @@ namespace {
 // Wide enough to see an epoch's growth, narrow enough for an 80-column terminal with a label.
 constexpr int timeline_columns = 48;
 
-Kib meta_kb(const RecordingData& data, const std::string& key) {
-    auto it = data.meta.find(key);
-    if (it == data.meta.end()) return std::nullopt;
-    std::int64_t value = 0;
-    auto [ptr, ec] =
-        std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
-    if (ec != std::errc{} || value < 0) return std::nullopt;
-    return value;
-}
-
 } // namespace
 
 Diagnosis diagnose(const RecordingData& data, const ReportData& report,
@@ -84,9 +84,9 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     using namespace diagnosis;
     Diagnosis d;
     const ProcessRows rows(data);
-    d.recorder_peak_rss_kb = meta_kb(data, "recorder_peak_rss_kb");
-    d.recorder_pss_kb = meta_kb(data, "recorder_pss_kb");
-    d.recorder_anon_kb = meta_kb(data, "recorder_anon_kb");
+    d.recorder_peak_rss_kb = meta_number(data, "recorder_peak_rss_kb");
+    d.recorder_pss_kb = meta_number(data, "recorder_pss_kb");
+    d.recorder_anon_kb = meta_number(data, "recorder_anon_kb");
     if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
     for (const auto& [t, c] : data.cgroup)
         if (c.usage && (!d.cgroup_at_peak || *c.usage > d.cgroup_at_peak->usage.value_or(-1)))
@@ -96,9 +96,9 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     d.epochs = find_epochs(data, d.epochs_source);
     d.growth = slot_growth(data, rows, d.epochs, report.duration_ms);
     d.timelines = slot_timelines(data, rows, report.duration_ms, timeline_columns);
-    gap_shares(data, rows, d);
+    const CauseGaps gaps = gap_shares(data, rows, d);
 
-    const Context context{data, report, rows, d};
+    const Context context{data, report, rows, d, gaps};
     std::vector<Finding> findings;
     limit_findings(context, findings);
     growth_findings(context, findings);

@@ -30,12 +30,21 @@ std::optional<TimedValue> first_value(const RecordingData& data, const ProcessRo
                                       std::int64_t process_id, Figure figure, std::int64_t from_ms,
                                       std::int64_t to_ms);
 
+// The gap between RSS and PSS at a rollup tick, by cause: per process, RssAnon - Pss_Anon,
+// RssShmem - Pss_Shmem and RssFile - Pss_File (RSS split from the fast tier's row at or just
+// before the tick).
+struct CauseGaps {
+    std::int64_t anon = 0, shmem = 0, file = 0;
+    std::unordered_map<std::int64_t, std::int64_t> anon_by_process;
+};
+
 // Everything a rule may look at.
 struct Context {
     const RecordingData& data;
     const ReportData& report;
     const ProcessRows& rows;
     const Diagnosis& diagnosis; // schedulers, limit, epochs, growth and gap already filled in
+    const CauseGaps& gaps;      // at diagnosis.gap_ms (all 0 without a rollup tick)
 };
 
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options);
@@ -45,19 +54,11 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
 std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows& rows,
                                     const std::vector<Epoch>& epochs, std::int64_t end_ms);
-// The gap between RSS and PSS at a rollup tick, by cause: per process, RssAnon - Pss_Anon,
-// RssShmem - Pss_Shmem and RssFile - Pss_File (RSS split from the fast tier's row at or just
-// before the tick).
-struct CauseGaps {
-    std::int64_t anon = 0, shmem = 0, file = 0;
-    std::unordered_map<std::int64_t, std::int64_t> anon_by_process;
-};
-CauseGaps cause_gaps_at(const RecordingData& data, const ProcessRows& rows, std::int64_t t_ms);
-// The rollup tick with the largest Σ RSS - Σ PSS (empty: no rollup row with both).
-std::optional<std::int64_t> widest_gap_tick(const RecordingData& data);
 std::vector<SlotTimeline> slot_timelines(const RecordingData& data, const ProcessRows& rows,
                                          std::int64_t end_ms, int columns);
-void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& diagnosis);
+// At the rollup tick with the widest Σ RSS - Σ PSS: fills diagnosis.gap, gap_ms, gap_total_kb
+// and returns the gaps by cause and process.
+CauseGaps gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& diagnosis);
 
 // The rules, each appending what it found.
 void sharing_findings(const Context& context, std::vector<Finding>& out);
@@ -67,6 +68,7 @@ void limit_findings(const Context& context, std::vector<Finding>& out);
 
 // "12.3 MiB" and friends, for evidence lines.
 std::string size_text(std::int64_t kb);
-std::string label_of(const ProcessInfo& process);
+// A whole number in meta (SLURM writes memory in MiB, a bare number; "M" is accepted too).
+std::optional<std::int64_t> meta_number(const RecordingData& data, const std::string& key);
 
 } // namespace loaderlens::diagnosis

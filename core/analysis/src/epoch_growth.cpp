@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 namespace loaderlens::diagnosis {
 
@@ -231,13 +232,13 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
             g.figures.push_back(std::move(figure));
         }
         // Each mapped file of at least a MiB in one of the slot's processes.
-        std::map<std::int64_t, bool> slot_files;
-        for (const ProcessInfo* p : processes)
-            for (const auto& [key, list] : file_rows)
-                if (key.first == p->id)
-                    for (const MapRow* row : list)
-                        if (row->figures.rss_kb >= 1024) slot_files[key.second] = true;
-        for (const auto& [object, yes] : slot_files) {
+        std::set<std::int64_t> slot_files;
+        for (const ProcessInfo* p : processes) // the process's files: keys (id, object) in order
+            for (auto it = file_rows.lower_bound({p->id, INT64_MIN});
+                 it != file_rows.end() && it->first.first == p->id; ++it)
+                for (const MapRow* row : it->second)
+                    if (row->figures.rss_kb >= 1024) slot_files.insert(it->first.second);
+        for (const std::int64_t object : slot_files) {
             GrowthFigure figure{"file", objects[object]->path};
             fill(figure,
                  [&](const ProcessInfo& p, std::int64_t from, std::int64_t to,

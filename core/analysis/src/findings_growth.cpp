@@ -208,7 +208,7 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
             if (x.evidence.size() < 4)
                 x.evidence.push_back(
                     fmt::format("{} pid {}: Private_Dirty {} -> {}, RssAnon {:+} KiB, RSS {:+} KiB",
-                                label_of(*g.p), g.p->key.pid, size_text(g.first_dirty),
+                                process_label(*g.p), g.p->key.pid, size_text(g.first_dirty),
                                 size_text(g.last_dirty), g.anon, g.rss));
             x.process_ids.push_back(g.p->id);
         }

@@ -17,13 +17,22 @@ struct MainPeak {
     std::int64_t process_id = 0, kb = 0, t_ms = 0;
 };
 
-// The highest value of a figure in a main process, with its tick.
+// The highest value of a figure (fast or rollup tier) in a main process, with its tick: from
+// each main's own rows.
 std::optional<MainPeak> main_peak(const Context& c, Figure figure) {
+    const bool fast = source_of(figure) == FigureSource::fast;
     std::optional<MainPeak> best;
     for (const ProcessInfo& p : c.data.processes) {
         if (p.role != Role::main) continue;
-        const Series s = series(c.data, {.figure = figure, .selector = Selector::process(p.id)});
-        if (s.peak && (!best || *s.peak > best->kb)) best = MainPeak{p.id, *s.peak, s.peak_ms};
+        const auto& index = fast ? c.rows.fast : c.rows.rollup;
+        auto it = index.find(p.id);
+        if (it == index.end()) continue;
+        for (std::size_t row : it->second) {
+            const Kib value = fast ? figure_of(c.data.fast[row].sample, figure)
+                                   : figure_of(c.data.rollup[row].sample, figure);
+            const std::int64_t t = fast ? c.data.fast[row].t_ms : c.data.rollup[row].t_ms;
+            if (value && (!best || *value > best->kb)) best = MainPeak{p.id, *value, t};
+        }
     }
     return best;
 }

@@ -15,10 +15,6 @@ namespace loaderlens::diagnosis {
 
 namespace {
 
-bool is_shared_library(const std::string& path) {
-    return path.ends_with(".so") || path.find(".so.") != std::string::npos;
-}
-
 // What the scheduler views say, in one line.
 std::string scheduler_line(const Diagnosis& d) {
     std::string line = "peaks as each would count the tree:";
@@ -145,9 +141,9 @@ void shared_file_cache(const Context& c, std::vector<Finding>& out) {
 }
 
 void inherited_anon(const Context& c, std::vector<Finding>& out) {
-    const auto tick = widest_gap_tick(c.data);
-    if (!tick) return;
-    const CauseGaps gaps = cause_gaps_at(c.data, c.rows, *tick);
+    if (!c.diagnosis.gap_total_kb) return; // no rollup tick with both figures
+    const std::int64_t tick = c.diagnosis.gap_ms;
+    const CauseGaps& gaps = c.gaps;
     std::int64_t workers_gap = 0, main_id = 0;
     std::vector<std::int64_t> workers;
     for (const auto& [id, gap] : gaps.anon_by_process) {
@@ -160,7 +156,7 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
     }
     if (workers_gap < thresholds::inherited_anon_min_kb || workers.empty() || main_id == 0) return;
     const auto main_anon =
-        last_value(c.data, c.rows, main_id, Figure::rss_anon, saturating_sub(*tick, 2000), *tick);
+        last_value(c.data, c.rows, main_id, Figure::rss_anon, saturating_sub(tick, 2000), tick);
     Finding x;
     x.kind = "inherited_anon";
     const std::int64_t per_worker = workers_gap / static_cast<std::int64_t>(workers.size());
@@ -175,7 +171,7 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
     x.evidence.push_back(fmt::format(
         "at {:.1f} s: each worker's RssAnon exceeds its Pss_Anon by {} on average; main holds {} "
         "of anonymous memory",
-        *tick / 1000.0, size_text(per_worker),
+        tick / 1000.0, size_text(per_worker),
         main_anon ? size_text(main_anon->kb) : std::string("an unknown amount")));
     x.evidence.push_back(fmt::format(
         "copy-on-write pages shared since fork: not page cache, not reclaimable; Σ PSS counts them "
@@ -186,7 +182,7 @@ void inherited_anon(const Context& c, std::vector<Finding>& out) {
                "accounting once per worker";
     x.process_ids = workers;
     x.process_ids.push_back(main_id);
-    x.from_ms = x.to_ms = *tick;
+    x.from_ms = x.to_ms = tick;
     x.explains_kb = gaps.anon;
     x.figure_name = "rss_overcount_kb";
     x.figure = static_cast<double>(gaps.anon);

@@ -20,8 +20,7 @@ std::int64_t positive(std::int64_t kb) {
     return std::max<std::int64_t>(0, kb);
 }
 
-} // namespace
-
+// The rollup tick with the largest Σ RSS - Σ PSS (empty: no rollup row with both).
 std::optional<std::int64_t> widest_gap_tick(const RecordingData& data) {
     std::optional<std::int64_t> best_t;
     std::int64_t best = -1;
@@ -72,11 +71,13 @@ CauseGaps cause_gaps_at(const RecordingData& data, const ProcessRows& rows, std:
     return out;
 }
 
-void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& diagnosis) {
+} // namespace
+
+CauseGaps gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& diagnosis) {
     const auto tick = widest_gap_tick(data);
-    if (!tick) return;
+    if (!tick) return {};
     diagnosis.gap_ms = *tick;
-    const CauseGaps gaps = cause_gaps_at(data, rows, *tick);
+    CauseGaps gaps = cause_gaps_at(data, rows, *tick);
     diagnosis.gap_total_kb = saturating_add(saturating_add(gaps.anon, gaps.shmem), gaps.file);
     if (gaps.anon > 0)
         diagnosis.gap.push_back(
@@ -121,6 +122,7 @@ void gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnosis& d
                                  saturating_sub(gaps.file, listed)});
     std::stable_sort(diagnosis.gap.begin(), diagnosis.gap.end(),
                      [](const GapShare& a, const GapShare& b) { return a.gap_kb > b.gap_kb; });
+    return gaps;
 }
 
 } // namespace loaderlens::diagnosis

@@ -10,16 +10,9 @@ namespace loaderlens::diagnosis {
 
 namespace {
 
-std::optional<std::int64_t> meta_integer(const RecordingData& data, const std::string& key) {
-    auto it = data.meta.find(key);
-    if (it == data.meta.end()) return std::nullopt;
-    std::int64_t value = 0;
-    const char* end = it->second.data() + it->second.size();
-    auto [ptr, ec] = std::from_chars(it->second.data(), end, value);
-    // SLURM writes memory in MiB, a bare number; a suffix M is accepted too.
-    if (ec != std::errc{} || value <= 0 || (ptr != end && std::string_view(ptr, end) != "M"))
-        return std::nullopt;
-    return value;
+std::optional<std::int64_t> positive_meta(const RecordingData& data, const std::string& key) {
+    const auto value = meta_number(data, key);
+    return value && *value > 0 ? value : std::nullopt;
 }
 
 // Sums a per-process figure at each tick of its table and notes, at each tick, the process that
@@ -81,11 +74,11 @@ Kib difference(const Kib& a, const Kib& b) {
 
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options) {
     if (options.mem_limit_kb) return {options.mem_limit_kb, "--mem-limit"};
-    if (auto kb = meta_integer(data, "mem_limit_kb")) return {kb, "--mem-limit (record)"};
-    if (auto mib = meta_integer(data, "slurm_mem_per_node"))
+    if (auto kb = positive_meta(data, "mem_limit_kb")) return {kb, "--mem-limit (record)"};
+    if (auto mib = positive_meta(data, "slurm_mem_per_node"))
         return {saturating_mul(*mib, 1024), "SLURM_MEM_PER_NODE"};
-    if (auto mib = meta_integer(data, "slurm_mem_per_cpu")) {
-        if (auto cpus = meta_integer(data, "slurm_cpus_on_node"))
+    if (auto mib = positive_meta(data, "slurm_mem_per_cpu")) {
+        if (auto cpus = positive_meta(data, "slurm_cpus_on_node"))
             return {saturating_mul(saturating_mul(*mib, *cpus), 1024),
                     "SLURM_MEM_PER_CPU x SLURM_CPUS_ON_NODE"};
     }

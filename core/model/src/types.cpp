@@ -34,6 +34,12 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, const char*>, N>& 
 }
 } // namespace
 
+std::string process_label(const ProcessInfo& p) {
+    if (p.role == Role::worker)
+        return "worker " + std::to_string(p.slot) + " (gen " + std::to_string(p.generation) + ")";
+    return to_string(p.role);
+}
+
 const char* to_string(Role role) {
     return name_of(role_names, role);
 }

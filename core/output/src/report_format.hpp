@@ -10,7 +10,7 @@ namespace loaderlens::report_format {
 
 std::string kib(const Kib& value);
 std::string seconds(std::int64_t ms);
-std::string process_label(const ProcessInfo& p);
+using loaderlens::process_label; // model's
 
 } // namespace loaderlens::report_format
 

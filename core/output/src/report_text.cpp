@@ -22,11 +22,6 @@ std::string seconds(std::int64_t ms) {
     return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
 }
 
-std::string process_label(const ProcessInfo& p) {
-    if (p.role == Role::worker) return fmt::format("worker {} (gen {})", p.slot, p.generation);
-    return to_string(p.role);
-}
-
 } // namespace report_format
 
 namespace {
@@ -252,7 +247,7 @@ void append_files(std::string& out, const ReportData& r) {
     std::vector<std::string> libraries;
     for (const auto& f : r.files) {
         const std::string& path = f.object.path;
-        if (path.ends_with(".so") || path.find(".so.") != std::string::npos) {
+        if (is_shared_library(path)) {
             library_rss = saturating_add(library_rss, f.total_rss.value.value_or(0));
             library_pss = saturating_add(library_pss, f.total_pss.value.value_or(0));
             libraries.push_back(path.substr(path.rfind('/') + 1));

@@ -15,6 +15,10 @@
 
 namespace loaderlens {
 
+// A shared object by its name (".so", ".so.N"): libraries are grouped in reports, and a finding
+// names one only when it is a large part of what it explains.
+bool is_shared_library(const std::string& path);
+
 // Most severe first: a sort by severity puts what can kill the job at the top.
 enum class Severity { critical, warning, info };
 const char* to_string(Severity severity);

@@ -60,6 +60,9 @@ struct ProcessInfo {
     std::optional<int> exit_status;      // wait status when known (our child, or seen as zombie)
 };
 
+// How reports name a process: "worker 3 (gen 1)", "main", "helper".
+std::string process_label(const ProcessInfo& process);
+
 // Fast tier: /proc/PID/statm (RSS, shared) and /proc/PID/status (the split and swap).
 struct FastSample {
     std::int64_t process_id = 0;
