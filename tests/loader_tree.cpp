@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iterator>
 #include <poll.h>
 #include <sstream>
 #include <sys/prctl.h>
+#include <thread>
 #include <unistd.h>
 
 namespace loaderlens::test {
@@ -69,6 +71,18 @@ LoaderTree::LoaderTree(int workers, int helpers)
     close(report_fd_);
     std::sort(workers_.begin(), workers_.end());
     std::sort(helpers_.begin(), helpers_.end());
+    // A child reports itself just before it pauses: until it sleeps, a list taken now may see it
+    // running ('R' against the 'S' read a moment later; seen once under a parallel build).
+    std::vector<pid_t> all{main_.pid()};
+    all.insert(all.end(), workers_.begin(), workers_.end());
+    all.insert(all.end(), helpers_.begin(), helpers_.end());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (pid_t pid : all)
+        while (proc_facts(pid).state != 'S') {
+            BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                                  "PID " << pid << " of the tree never went to sleep");
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
 }
 
 ProcFacts proc_facts(pid_t pid) {
