@@ -98,10 +98,14 @@ pid_t spawn_command(const FuzzCommand& command, const std::string& workdir, cons
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    // A pipe nobody reads: its read end is closed here once the child has the write end.
+    // A pipe nobody reads: its read end is closed before the child starts (closed after the
+    // spawn, a child that wrote first filled the pipe's buffer and exited 0: seen once in CI).
     int ends[2] = {-1, -1};
-    if (command.stdout_closed && pipe2(ends, O_CLOEXEC) == 0)
+    if (command.stdout_closed && pipe2(ends, O_CLOEXEC) == 0) {
+        close(ends[0]);
+        ends[0] = -1;
         posix_spawn_file_actions_adddup2(&actions, ends[1], STDOUT_FILENO);
+    }
     posix_spawn_file_actions_addchdir_np(&actions, workdir.c_str());
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
@@ -119,10 +123,7 @@ pid_t spawn_command(const FuzzCommand& command, const std::string& workdir, cons
     const int error = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
-    if (ends[0] >= 0) {
-        close(ends[0]);
-        close(ends[1]);
-    }
+    if (ends[1] >= 0) close(ends[1]);
     if (error != 0) {
         errno = error;
         return -1;
