@@ -184,6 +184,12 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
         // --mem-limit: a SLURM variable says nothing of a cgroup without a limit.
         if (cgroup) {
             const CgroupSample* last = data.cgroup.empty() ? nullptr : &data.cgroup.back().sample;
+            // A cgroup that held half its peak before the command is not the job's own (a
+            // session's, a container's): a limit given for the job says nothing about it.
+            const Kib before = data.cgroup.empty() ? Kib{} : data.cgroup.front().sample.usage;
+            if (before && view.peak && saturating_mul(*before, 2) >= *view.peak &&
+                view.limit.source.starts_with("--mem-limit"))
+                view.limit = {};
             if (last && last->limit && !last->unlimited &&
                 (!view.limit.kb || *last->limit < *view.limit.kb ||
                  !view.limit.source.starts_with("--mem-limit")))

@@ -61,8 +61,13 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                            rss->interval_ms, pss->interval_ms);
     if (d.cgroup_before_kb)
         out += fmt::format("    the cgroup held {} at its first sample, before the command had "
-                           "done much: the cgroup views include it\n",
-                           kib(d.cgroup_before_kb));
+                           "done much: the cgroup views include it{}\n",
+                           kib(d.cgroup_before_kb),
+                           d.limit.source.starts_with("--mem-limit") && d.view("cgroup_usage") &&
+                                   !d.view("cgroup_usage")->limit.kb
+                               ? " (half of it or more: not the job's own cgroup, so not held "
+                                 "against --mem-limit)"
+                               : "");
 }
 
 // Eight levels from the lowest to the highest block; a space where nothing was sampled.
