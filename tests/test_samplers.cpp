@@ -388,8 +388,25 @@ BOOST_AUTO_TEST_CASE(system_figures_against_meminfo_and_statvfs) {
                                         << " KiB (df " << df_used << " -> " << df_used2
                                         << "), Shmem " << *before.shmem << " -> " << *after.shmem);
     BOOST_TEST(std::abs(*after.devshm_used - df_used2) <= mib_kb);
-    BOOST_TEST(std::abs(*after.devshm_used - *before.devshm_used - 8 * mib_kb) <= mib_kb / 4);
-    BOOST_TEST(std::abs(*after.shmem - *before.shmem - 8 * mib_kb) <= mib_kb);
+    // /dev/shm and Shmem are the whole machine's too: a test beside this one that maps batch
+    // buffers there moved them by 1 MiB during the write once (CI, 2026-11-26), so up to three
+    // more 8 MiB writes get a chance to show exactly theirs.
+    std::int64_t devshm_grew = *after.devshm_used - *before.devshm_used,
+                 shmem_grew = *after.shmem - *before.shmem;
+    auto exact = [&] {
+        return std::abs(devshm_grew - 8 * mib_kb) <= mib_kb / 4 &&
+               std::abs(shmem_grew - 8 * mib_kb) <= mib_kb;
+    };
+    for (int i = 0; i < 3 && !exact(); ++i) {
+        const Remove extra{shm_file + "-shm-" + std::to_string(i)};
+        const SystemSample first = read_system();
+        make_file(extra.path, 8u << 20);
+        const SystemSample then = read_system();
+        devshm_grew = *then.devshm_used - *first.devshm_used;
+        shmem_grew = *then.shmem - *first.shmem;
+    }
+    BOOST_TEST(std::abs(devshm_grew - 8 * mib_kb) <= mib_kb / 4);
+    BOOST_TEST(std::abs(shmem_grew - 8 * mib_kb) <= mib_kb);
     // Shmem pages are in Cached. Cached is the whole machine's: files other processes drop
     // meanwhile lower it (it fell by 4 MiB across the write twice on 2026-11-26, beside other
     // tests under ctest -j2), so up to three more 8 MiB writes get a chance to show it.
