@@ -10,12 +10,13 @@ packages=(
   libproc2-dev libsqlite3-dev liblmdb-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
   libboost-test-dev libbenchmark-dev
-  qt6-base-dev libqcustomplot-dev libgl-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev xvfb xauth
   python3-numpy util-linux vmtouch
   python3-psutil smem
   python3-torch
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
 )
+# qt6-svg-dev: the dashboard's SVG export; xvfb (xvfb-run) and xauth: its tests on a real X server.
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
 # util-linux (fincore) and vmtouch: the oracles the residency tests compare page-cache counts to.
 # python3-psutil and smem: the fleet bench's baselines for a full PSS sweep (psutil's

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+#include "overview_view.hpp"
+
+#include "display_text.hpp"
+
+#include <QHeaderView>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace loaderlens::gui {
+
+namespace {
+
+QTableView* make_table(QAbstractItemModel* model) {
+    auto* table = new QTableView;
+    table->setModel(model);
+    table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table->setSelectionMode(QAbstractItemView::SingleSelection);
+    table->verticalHeader()->hide();
+    table->horizontalHeader()->setStretchLastSection(true);
+    table->setWordWrap(true);
+    return table;
+}
+
+} // namespace
+
+OverviewView::OverviewView(const ViewContext& context, QWidget* parent)
+    : DashboardView(context, parent) {
+    auto* layout = new QVBoxLayout(this);
+    headline_ = new QLabel("Reading the recording…");
+    headline_->setWordWrap(true);
+    headline_->setTextFormat(Qt::RichText);
+    QFont big = headline_->font();
+    big.setPointSizeF(big.pointSizeF() * 1.35);
+    headline_->setFont(big);
+    about_ = new QLabel;
+    about_->setWordWrap(true);
+    about_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(headline_);
+    layout->addWidget(about_);
+
+    findings_ = new FindingListModel(this);
+    finding_table_ = make_table(findings_);
+    detail_ = new QTextBrowser;
+    schedulers_ = new SchedulerTableModel(this);
+    scheduler_table_ = make_table(schedulers_);
+    scheduler_table_->setWordWrap(false);
+
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(finding_table_);
+    top->addWidget(detail_);
+    top->setStretchFactor(0, 3);
+    top->setStretchFactor(1, 2);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(top);
+    split->addWidget(scheduler_table_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+
+    connect(finding_table_, &QTableView::clicked, this,
+            [this](const QModelIndex& index) { pick_finding(index.row()); });
+    connect(finding_table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        const Finding* f = findings_->finding(index.row());
+        if (!f) return;
+        emit show_view(!f->file.empty() && f->slot < 0 && f->process_ids.empty() ? "files"
+                                                                                 : "workers");
+    });
+    connect(finding_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& index) { show_detail(index.row()); });
+}
+
+void OverviewView::show_detail(int row) {
+    const Finding* f = findings_->finding(row);
+    if (!f) {
+        detail_->clear();
+        return;
+    }
+    QString html = "<h3>" + QString::fromStdString(f->title).toHtmlEscaped() + "</h3><ul>";
+    for (const auto& line : f->evidence)
+        html += "<li>" + QString::fromStdString(line).toHtmlEscaped() + "</li>";
+    html += "</ul>";
+    if (!f->advice.empty())
+        html += "<p><b>What to change:</b> " + QString::fromStdString(f->advice).toHtmlEscaped() +
+                "</p>";
+    html += "<p style='color:#666'>Key figure: " + figure_text(*f).toHtmlEscaped() + " (" +
+            QString::fromStdString(f->figure_name).toHtmlEscaped() + "); kind <code>" +
+            QString::fromStdString(f->kind).toHtmlEscaped() + "</code> (docs/findings.md)</p>";
+    detail_->setHtml(html);
+}
+
+void OverviewView::pick_finding(int row) {
+    const Finding* f = findings_->finding(row);
+    if (!f) return;
+    finding_table_->selectRow(row);
+    show_detail(row);
+    if (f->to_ms > f->from_ms) {
+        const double span = static_cast<double>(f->to_ms - f->from_ms) / 1000.0;
+        context_.window->set_range(f->from_ms / 1000.0 - span * 0.05,
+                                   f->to_ms / 1000.0 + span * 0.05);
+    }
+    context_.selection->set(f->process_ids.empty() ? 0 : f->process_ids.front(), f->slot,
+                            QString::fromStdString(f->file));
+}
+
+void OverviewView::refresh() {
+    const ReportData* report = document().report();
+    const auto& meta = document().data().meta;
+    auto meta_text = [&](const char* key) {
+        auto it = meta.find(key);
+        return it == meta.end() ? QString() : QString::fromStdString(it->second);
+    };
+    // A replay's command line is long: elided here, whole in the tooltip.
+    const QString command = meta_text("command");
+    about_->setToolTip(command);
+    about_->setText(
+        QString("<b>%1</b> — %2 · %3 processes · recorded on %4 (Linux %5)")
+            .arg((command.size() > 140 ? command.left(140) + "…" : command).toHtmlEscaped(),
+                 document().state_text().toHtmlEscaped())
+            .arg(document().processes().size())
+            .arg(meta_text("host").toHtmlEscaped(), meta_text("kernel").toHtmlEscaped()));
+    if (!report) {
+        headline_->setText(document().has_data() ? "Diagnosing…" : "Reading the recording…");
+        return;
+    }
+    if (report == shown_) return;
+    shown_ = report;
+    const auto& findings = report->diagnosis.findings;
+    findings_->set_findings(findings);
+    schedulers_->set_views(report->diagnosis.schedulers);
+    finding_table_->horizontalHeader()->setStretchLastSection(false);
+    finding_table_->horizontalHeader()->setSectionResizeMode(FindingListModel::severity,
+                                                             QHeaderView::ResizeToContents);
+    finding_table_->horizontalHeader()->setSectionResizeMode(FindingListModel::title,
+                                                             QHeaderView::Stretch);
+    finding_table_->horizontalHeader()->setSectionResizeMode(FindingListModel::figure,
+                                                             QHeaderView::ResizeToContents);
+    finding_table_->resizeRowsToContents();
+    scheduler_table_->resizeColumnsToContents();
+    if (findings.empty()) {
+        headline_->setText("No finding: nothing in this run's memory needs a change.");
+    } else {
+        static const char* const colors[] = {"#c62828", "#e68a00", "#1e6fc8"};
+        const Finding& first = findings.front();
+        headline_->setText(QString("<span style='color:%1'><b>%2</b></span> %3")
+                               .arg(colors[static_cast<int>(first.severity)],
+                                    QString(to_string(first.severity)).toUpper(),
+                                    QString::fromStdString(first.title).toHtmlEscaped()));
+    }
+    if (!findings.empty()) {
+        const QSignalBlocker block(finding_table_->selectionModel());
+        finding_table_->selectRow(0);
+        show_detail(0);
+    }
+}
+
+} // namespace loaderlens::gui

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+#include "workers_view.hpp"
+
+#include <algorithm>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <set>
+
+namespace loaderlens::gui {
+
+namespace {
+
+struct Toggle {
+    Figure figure;
+    const char* label;
+    QColor color;
+    bool on;
+};
+const Toggle toggles[] = {
+    {Figure::rss, "RSS", QColor(0x44, 0x44, 0x44), true},
+    {Figure::pss, "PSS", QColor(0x1f, 0x77, 0xb4), true},
+    {Figure::uss, "USS", QColor(0x2c, 0xa0, 0x2c), true},
+    {Figure::rss_anon, "Anon", QColor(0xff, 0x7f, 0x0e), false},
+    {Figure::rss_file, "File", QColor(0x8c, 0x56, 0x4b), false},
+    {Figure::rss_shmem, "Shmem", QColor(0x94, 0x67, 0xbd), false},
+    {Figure::private_dirty, "Private_Dirty", QColor(0xd6, 0x27, 0x28), false},
+};
+constexpr int lane_height = 64;
+constexpr int stack_height = 170;
+
+QString lane_name(const LaneKey& key) {
+    switch (key.kind) {
+    case LaneKey::Kind::worker:
+        return QString("worker slot %1").arg(key.slot);
+    case LaneKey::Kind::main:
+        return "main";
+    case LaneKey::Kind::helpers:
+        return "helpers";
+    }
+    return {};
+}
+
+QVector<QCPGraphData> to_graph_data(const std::vector<PlotPoint>& points) {
+    QVector<QCPGraphData> out;
+    out.reserve(static_cast<qsizetype>(points.size()));
+    for (const PlotPoint& p : points)
+        out.push_back(QCPGraphData(p.t_s, p.value));
+    return out;
+}
+
+} // namespace
+
+WorkersView::WorkersView(const ViewContext& context, QWidget* parent)
+    : DashboardView(context, parent) {
+    auto* layout = new QVBoxLayout(this);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel("Figures:"));
+    for (const Toggle& t : toggles) {
+        auto* box = new QCheckBox(t.label);
+        box->setChecked(t.on);
+        // The toggles are the legend: each in its line's colour.
+        box->setStyleSheet(
+            QString("QCheckBox { color: %1; font-weight: bold; }").arg(t.color.name()));
+        box->setToolTip(QString("Show %1 in every lane (source: docs/figures.md)").arg(t.label));
+        connect(box, &QCheckBox::toggled, this, [this] { redraw(); });
+        toggles_[t.figure] = box;
+        bar->addWidget(box);
+    }
+    bar->addStretch();
+    auto* whole = new QPushButton("Whole run");
+    whole->setToolTip("Show the whole recording (double-click a plot, or Ctrl+0)");
+    connect(whole, &QPushButton::clicked, this, [this] { context_.window->show_all(); });
+    bar->addWidget(whole);
+    layout->addLayout(bar);
+
+    plot_ = new QCustomPlot;
+    frame_ = new PlotFrame(plot_, context_.window);
+    frame_->on_range([this] { redraw(); });
+    scroll_ = new QScrollArea;
+    scroll_->setWidgetResizable(true);
+    scroll_->setWidget(plot_);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    layout->addWidget(scroll_);
+    connect(context_.selection, &Selection::changed, this, [this] {
+        highlight_selection();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+    });
+}
+
+int WorkersView::columns() const {
+    const int width = stack_rect_ ? stack_rect_->width() : plot_->width();
+    return std::max(50, width);
+}
+
+void WorkersView::rebuild_lanes() {
+    std::vector<LaneKey> keys;
+    std::set<int> slot_numbers;
+    for (const WorkerLane& lane : document().lanes().workers)
+        slot_numbers.insert(lane.slot);
+    for (const LaneKey& key : document().store().lanes())
+        if (key.kind == LaneKey::Kind::worker) slot_numbers.insert(key.slot);
+    for (int slot : slot_numbers)
+        keys.push_back(LaneKey::worker(slot));
+    if (!document().lanes().mains.empty() ||
+        !document().store().points(LaneKey::main_lane(), Figure::rss).empty())
+        keys.push_back(LaneKey::main_lane());
+    if (!document().lanes().helpers.empty() ||
+        !document().store().points(LaneKey::helper_lane(), Figure::rss).empty())
+        keys.push_back(LaneKey::helper_lane());
+    if (keys == built_for_ && stack_rect_) return;
+    built_for_ = keys;
+
+    plot_->clearItems();
+    plot_->clearGraphs();
+    plot_->plotLayout()->clear();
+    lanes_.clear();
+    stack_graphs_.clear();
+    stack_keys_.clear();
+    auto* margins = new QCPMarginGroup(plot_);
+
+    stack_rect_ = new QCPAxisRect(plot_);
+    plot_->plotLayout()->addElement(0, 0, stack_rect_);
+    PlotFrame::style(stack_rect_, "Σ PSS (MiB)");
+    stack_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+    auto* stack_title = new QCPItemText(plot_);
+    stack_title->setClipAxisRect(stack_rect_);
+    stack_title->position->setType(QCPItemPosition::ptAxisRectRatio);
+    stack_title->position->setAxisRect(stack_rect_);
+    stack_title->position->setCoords(0.995, 0.02);
+    stack_title->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    stack_title->setText("Σ PSS of the tree, stacked by lane: what the tree really holds");
+    stack_title->setSelectable(false);
+
+    worker_lanes_ = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        Lane lane;
+        lane.key = keys[i];
+        lane.rect = new QCPAxisRect(plot_);
+        plot_->plotLayout()->addElement(static_cast<int>(i) + 1, 0, lane.rect);
+        PlotFrame::style(lane.rect, "MiB");
+        lane.rect->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        lane.rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(2);
+        for (const Toggle& t : toggles) {
+            QCPGraph* graph = plot_->addGraph(lane.rect->axis(QCPAxis::atBottom),
+                                              lane.rect->axis(QCPAxis::atLeft));
+            graph->setPen(QPen(t.color, t.figure == Figure::pss ? 2 : 1));
+            graph->setAntialiased(false);
+            graph->setAdaptiveSampling(true);
+            lane.graphs[t.figure] = graph;
+        }
+        auto* label = new QCPItemText(plot_);
+        label->setClipAxisRect(lane.rect);
+        label->position->setType(QCPItemPosition::ptAxisRectRatio);
+        label->position->setAxisRect(lane.rect);
+        label->position->setCoords(0.005, 0.02);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setText(lane_name(lane.key));
+        label->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
+        label->setSelectable(false);
+        if (lane.key.kind == LaneKey::Kind::worker) {
+            ++worker_lanes_;
+            for (const WorkerLane& w : document().lanes().workers) {
+                if (w.slot != lane.key.slot) continue;
+                std::vector<LaneProcess> gens = w.generations;
+                std::sort(gens.begin(), gens.end(),
+                          [](const auto& a, const auto& b) { return a.birth_ms < b.birth_ms; });
+                for (std::size_t g = 1; g < gens.size(); ++g)
+                    if (gens[g - 1].exit_ms && gens[g].birth_ms > *gens[g - 1].exit_ms)
+                        lane.gaps.push_back({*gens[g - 1].exit_ms, gens[g].birth_ms});
+                // In the colour of its band in the stack above.
+                label->setColor(PlotFrame::color(lane.key.slot).darker(130));
+                label->setText(QString("worker slot %1 · %2 generation%3")
+                                   .arg(lane.key.slot)
+                                   .arg(gens.size())
+                                   .arg(gens.size() == 1 ? "" : "s"));
+            }
+        }
+        plot_->plotLayout()->setRowStretchFactor(static_cast<int>(i) + 1, 1);
+        lanes_.push_back(std::move(lane));
+    }
+    plot_->plotLayout()->setRowStretchFactor(0, double(stack_height) / lane_height);
+    plot_->setMinimumHeight(stack_height + lane_height * static_cast<int>(keys.size()) + 40);
+    frame_->rebuild();
+    frame_->share_time_axis();
+}
+
+void WorkersView::fill_stack(int columns) {
+    // The lanes with PSS, their ticks in range (rollup ticks are shared by every process).
+    const double from = context_.window->from_s(), to = context_.window->to_s();
+    std::vector<LaneKey> keys;
+    std::map<std::int64_t, std::vector<std::int64_t>> ticks;
+    for (const Lane& lane : lanes_) {
+        const auto& points = document().store().points(lane.key, Figure::pss);
+        if (points.empty()) continue;
+        const std::size_t index = keys.size();
+        keys.push_back(lane.key);
+        for (const LanePoint& p : points) {
+            if (p.t_ms < from * 1000 - 1000 || p.t_ms > to * 1000 + 1000) continue;
+            auto& row = ticks[p.t_ms];
+            if (row.size() < lanes_.size()) row.resize(lanes_.size(), 0);
+            row[index] = p.kib;
+        }
+    }
+    // One tick per pixel column: the one with the largest total (no peak lost).
+    std::vector<std::pair<std::int64_t, const std::vector<std::int64_t>*>> chosen;
+    const double column_ms = std::max(1.0, (to - from) * 1000.0 / columns);
+    std::int64_t current_column = std::numeric_limits<std::int64_t>::min();
+    std::int64_t best_total = -1;
+    for (const auto& [t, row] : ticks) {
+        const auto column = static_cast<std::int64_t>((t - from * 1000.0) / column_ms);
+        std::int64_t total = 0;
+        for (auto v : row)
+            total += v;
+        if (column != current_column) {
+            chosen.push_back({t, &row});
+            current_column = column;
+            best_total = total;
+        } else if (total > best_total) {
+            chosen.back() = {t, &row};
+            best_total = total;
+        }
+    }
+    if (keys != stack_keys_) {
+        for (QCPGraph* g : stack_graphs_)
+            plot_->removeGraph(g);
+        stack_graphs_.clear();
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            QCPGraph* g = plot_->addGraph(stack_rect_->axis(QCPAxis::atBottom),
+                                          stack_rect_->axis(QCPAxis::atLeft));
+            const QColor c = keys[i].kind == LaneKey::Kind::worker ? PlotFrame::color(keys[i].slot)
+                                                                   : QColor(0x88, 0x88, 0x88);
+            g->setPen(QPen(c.darker(120), 1));
+            QColor fill = c;
+            fill.setAlpha(keys[i].kind == LaneKey::Kind::main ? 90 : 150);
+            g->setBrush(fill);
+            g->setAntialiased(false);
+            g->setName(lane_name(keys[i]));
+            if (i > 0) g->setChannelFillGraph(stack_graphs_.back());
+            stack_graphs_.push_back(g);
+        }
+        stack_keys_ = keys;
+    }
+    double top = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        QVector<QCPGraphData> stacked;
+        stacked.reserve(static_cast<qsizetype>(chosen.size()));
+        for (const auto& [t, row] : chosen) {
+            double sum = 0;
+            for (std::size_t j = 0; j <= i && j < row->size(); ++j)
+                sum += static_cast<double>((*row)[j]);
+            stacked.push_back(QCPGraphData(static_cast<double>(t) / 1000.0, sum / 1024.0));
+            top = std::max(top, sum / 1024.0);
+        }
+        stack_graphs_[i]->data()->set(stacked, true);
+    }
+    stack_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top * 1.08));
+}
+
+void WorkersView::redraw() {
+    if (!stack_rect_) return;
+    const double from = context_.window->from_s(), to = context_.window->to_s();
+    const int cols = columns();
+    double worker_top = 0;
+    std::map<const Lane*, double> tops;
+    for (Lane& lane : lanes_) {
+        double top = 0;
+        for (auto& [figure, graph] : lane.graphs) {
+            const bool on = toggles_.at(figure)->isChecked();
+            graph->setVisible(on);
+            if (!on) {
+                graph->data()->clear();
+                continue;
+            }
+            const auto points =
+                envelope(document().store().points(lane.key, figure), from, to, cols, lane.gaps);
+            for (const PlotPoint& p : points)
+                if (p.value == p.value) top = std::max(top, p.value);
+            graph->data()->set(to_graph_data(points), true);
+        }
+        tops[&lane] = top;
+        if (lane.key.kind == LaneKey::Kind::worker) worker_top = std::max(worker_top, top);
+    }
+    // Worker lanes share one scale: a slot twice as large looks twice as large.
+    for (Lane& lane : lanes_) {
+        const double top = lane.key.kind == LaneKey::Kind::worker ? worker_top : tops[&lane];
+        lane.rect->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top * 1.1));
+    }
+    fill_stack(cols);
+}
+
+void WorkersView::highlight_selection() {
+    int slot = context_.selection->slot();
+    bool main_selected = false;
+    if (context_.selection->process_id() != 0) {
+        auto p = document().processes().find(context_.selection->process_id());
+        if (p != document().processes().end()) {
+            if (p->second.role == Role::worker) slot = p->second.slot;
+            main_selected = p->second.role == Role::main;
+        }
+    }
+    for (Lane& lane : lanes_) {
+        const bool selected = (lane.key.kind == LaneKey::Kind::worker && lane.key.slot == slot) ||
+                              (lane.key.kind == LaneKey::Kind::main && main_selected);
+        lane.rect->setBackground(selected ? QBrush(QColor(0xff, 0xf6, 0xd5)) : QBrush(Qt::white));
+    }
+}
+
+void WorkersView::refresh() {
+    if (!document().has_data()) return;
+    rebuild_lanes();
+    if (document().report()) frame_->set_epochs(document().report()->diagnosis.epochs);
+    highlight_selection();
+    redraw();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+} // namespace loaderlens::gui

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "finding_list_model.hpp"
+
+#include "display_text.hpp"
+
+#include <cmath>
+#include <QColor>
+#include <QVariantList>
+
+namespace loaderlens::gui {
+
+namespace {
+
+QColor severity_color(Severity severity) {
+    switch (severity) {
+    case Severity::critical:
+        return QColor(0xc6, 0x28, 0x28);
+    case Severity::warning:
+        return QColor(0xe6, 0x8a, 0x00);
+    case Severity::info:
+        return QColor(0x1e, 0x6f, 0xc8);
+    }
+    return Qt::gray;
+}
+
+} // namespace
+
+QString figure_text(const Finding& f) {
+    if (f.figure_unit == "KiB") return kib_text(static_cast<std::int64_t>(std::llround(f.figure)));
+    if (f.figure_unit == "KiB/epoch")
+        return kib_text(static_cast<std::int64_t>(std::llround(f.figure))) + "/epoch";
+    if (f.figure_unit == "x") return QString::number(f.figure, 'f', 1) + "x";
+    return QString::number(f.figure, 'g', 4) + " " + QString::fromStdString(f.figure_unit);
+}
+
+QString finding_detail(const Finding& f) {
+    QString out;
+    for (const auto& line : f.evidence)
+        out += "• " + QString::fromStdString(line) + "\n";
+    if (!f.advice.empty()) out += "\nWhat to change: " + QString::fromStdString(f.advice);
+    return out.trimmed();
+}
+
+FindingListModel::FindingListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void FindingListModel::set_findings(std::vector<Finding> findings) {
+    beginResetModel();
+    findings_ = std::move(findings);
+    endResetModel();
+}
+
+const Finding* FindingListModel::finding(int row) const {
+    if (row < 0 || row >= static_cast<int>(findings_.size())) return nullptr;
+    return &findings_[static_cast<std::size_t>(row)];
+}
+
+int FindingListModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(findings_.size());
+}
+
+int FindingListModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : column_count;
+}
+
+QVariant FindingListModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    switch (section) {
+    case severity:
+        return QString("Severity");
+    case title:
+        return QString("Finding");
+    case figure:
+        return QString("Key figure");
+    default:
+        return {};
+    }
+}
+
+QVariant FindingListModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const Finding& f = findings_[static_cast<std::size_t>(index.row())];
+    switch (role) {
+    case Qt::DisplayRole:
+        if (index.column() == severity) return QString(to_string(f.severity));
+        if (index.column() == title) return QString::fromStdString(f.title);
+        if (index.column() == figure) return figure_text(f);
+        return {};
+    case Qt::ToolTipRole:
+        return finding_detail(f);
+    case Qt::ForegroundRole:
+        return index.column() == severity ? QVariant(severity_color(f.severity)) : QVariant();
+    case KindRole:
+        return QString::fromStdString(f.kind);
+    case FromMsRole:
+        return static_cast<qlonglong>(f.from_ms);
+    case ToMsRole:
+        return static_cast<qlonglong>(f.to_ms);
+    case SlotRole:
+        return f.slot;
+    case FileRole:
+        return QString::fromStdString(f.file);
+    case ProcessIdsRole: {
+        QVariantList ids;
+        for (auto id : f.process_ids)
+            ids.push_back(static_cast<qlonglong>(id));
+        return ids;
+    }
+    case DetailRole:
+        return finding_detail(f);
+    default:
+        return {};
+    }
+}
+
+} // namespace loaderlens::gui

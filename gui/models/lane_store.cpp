@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#include "lane_store.hpp"
+
+namespace loaderlens::gui {
+
+std::optional<LaneKey> LaneStore::lane_of(const ProcessInfo& process) {
+    switch (process.role) {
+    case Role::main:
+        return LaneKey::main_lane();
+    case Role::worker:
+        if (process.slot < 0) return LaneKey::helper_lane();
+        return LaneKey::worker(process.slot);
+    case Role::helper:
+        return LaneKey::helper_lane();
+    }
+    return std::nullopt;
+}
+
+void LaneStore::reset() {
+    series_.clear();
+    summed_lane_.clear();
+    last_ms_ = 0;
+}
+
+void LaneStore::add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const Kib& value) {
+    if (!value) return; // unavailable: left out of the sum, as series() does
+    auto& points = series_[lane][figure];
+    // One tier run's rows share their t_ms and are contiguous: a lane's sum at a tick is built
+    // by adding to the last point while the tick is the same.
+    if (!points.empty() && points.back().t_ms == t_ms)
+        points.back().kib = saturating_add(points.back().kib, *value);
+    else
+        points.push_back({t_ms, *value});
+    if (t_ms > last_ms_) last_ms_ = t_ms;
+}
+
+bool LaneStore::append(const RecordingData& newer,
+                       const std::map<std::int64_t, ProcessInfo>& processes) {
+    for (const ProcessInfo& p : newer.processes) {
+        auto summed = summed_lane_.find(p.id);
+        if (summed != summed_lane_.end() && lane_of(p) != summed->second) return false;
+    }
+    auto lane_for = [&](std::int64_t process_id) -> std::optional<LaneKey> {
+        auto known = summed_lane_.find(process_id);
+        if (known != summed_lane_.end()) return known->second;
+        auto process = processes.find(process_id);
+        if (process == processes.end()) return std::nullopt; // a row without its process: skip
+        auto lane = lane_of(process->second);
+        if (lane) summed_lane_.emplace(process_id, *lane);
+        return lane;
+    };
+    for (const auto& [t, sample] : newer.fast) {
+        auto lane = lane_for(sample.process_id);
+        if (!lane) continue;
+        for (Figure f : figures)
+            if (source_of(f) == FigureSource::fast) add(*lane, f, t, figure_of(sample, f));
+    }
+    for (const auto& [t, sample] : newer.rollup) {
+        auto lane = lane_for(sample.process_id);
+        if (!lane) continue;
+        for (Figure f : figures)
+            if (source_of(f) == FigureSource::rollup) add(*lane, f, t, figure_of(sample, f));
+    }
+    return true;
+}
+
+const std::vector<LanePoint>& LaneStore::points(const LaneKey& lane, Figure figure) const {
+    static const std::vector<LanePoint> none;
+    auto l = series_.find(lane);
+    if (l == series_.end()) return none;
+    auto f = l->second.find(figure);
+    return f == l->second.end() ? none : f->second;
+}
+
+std::vector<LaneKey> LaneStore::lanes() const {
+    std::vector<LaneKey> out;
+    for (const auto& [lane, by_figure] : series_)
+        out.push_back(lane);
+    return out;
+}
+
+} // namespace loaderlens::gui

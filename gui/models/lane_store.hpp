@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// Per-lane series for the dashboard, kept up to date as a followed recording grows: each worker
+// slot (every generation), the main process and the helpers, each figure summed per tick of the
+// tier that reads it. One pass over the new rows per read (series() would pass over every row of
+// the recording once per lane and figure: 32 slots x 10 figures x 2 M rows at each redraw).
+// The sums are series()'s (tests/gui compares them on real replays).
+#pragma once
+
+#include "loaderlens/recording_data.hpp"
+#include "loaderlens/series.hpp"
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace loaderlens::gui {
+
+struct LaneKey {
+    enum class Kind { main, worker, helpers };
+    Kind kind = Kind::main;
+    int slot = -1; // workers only
+    auto operator<=>(const LaneKey&) const = default;
+    static LaneKey main_lane() { return {Kind::main, -1}; }
+    static LaneKey worker(int slot) { return {Kind::worker, slot}; }
+    static LaneKey helper_lane() { return {Kind::helpers, -1}; }
+};
+
+struct LanePoint {
+    std::int64_t t_ms = 0;
+    std::int64_t kib = 0;
+};
+
+class LaneStore {
+  public:
+    // The figures a lane plots (fast tier first, then rollup).
+    static constexpr std::array<Figure, 10> figures{
+        Figure::rss, Figure::rss_anon,      Figure::rss_file, Figure::rss_shmem, Figure::pss,
+        Figure::uss, Figure::private_dirty, Figure::pss_anon, Figure::pss_file,  Figure::pss_shmem};
+
+    // Adds what a read brought. `processes` is every process known so far (by id), newer rows
+    // included. Returns false, adding nothing, when a process already summed changed lanes (the
+    // tracker re-classified it): the caller then rebuilds from all rows with reset() + append().
+    bool append(const RecordingData& newer, const std::map<std::int64_t, ProcessInfo>& processes);
+    void reset();
+
+    // Points of one lane's figure in time order (a tick where none of its processes had the
+    // figure available has no point); empty if the lane never had one.
+    const std::vector<LanePoint>& points(const LaneKey& lane, Figure figure) const;
+    std::vector<LaneKey> lanes() const;
+    std::int64_t last_ms() const { return last_ms_; }
+
+  private:
+    static std::optional<LaneKey> lane_of(const ProcessInfo& process);
+    void add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const Kib& value);
+
+    std::map<LaneKey, std::map<Figure, std::vector<LanePoint>>> series_;
+    std::map<std::int64_t, LaneKey> summed_lane_; // process id -> the lane its rows went to
+    std::int64_t last_ms_ = 0;
+};
+
+} // namespace loaderlens::gui

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+#include "scheduler_table_model.hpp"
+
+#include "display_text.hpp"
+
+#include <QColor>
+
+namespace loaderlens::gui {
+
+SchedulerTableModel::SchedulerTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void SchedulerTableModel::set_views(const std::vector<SchedulerView>& views) {
+    beginResetModel();
+    views_.clear();
+    for (const SchedulerView& v : views) {
+        SchedulerView row = v;
+        row.points.clear();
+        views_.push_back(std::move(row));
+    }
+    endResetModel();
+}
+
+int SchedulerTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(views_.size());
+}
+
+int SchedulerTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : column_count;
+}
+
+QVariant SchedulerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    static const char* const names[column_count] = {"Counted by", "Peak",   "At",
+                                                    "Limit",      "Margin", "Counts"};
+    if (section < 0 || section >= column_count) return {};
+    return QString(names[section]);
+}
+
+QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const SchedulerView& v = views_[static_cast<std::size_t>(index.row())];
+    const bool unavailable = !v.peak;
+    switch (role) {
+    case Qt::DisplayRole:
+        switch (index.column()) {
+        case view:
+            return QString::fromStdString(v.name);
+        case peak:
+            return unavailable ? "unavailable: " + QString::fromStdString(v.unavailable)
+                               : kib_text(v.peak);
+        case at:
+            return unavailable ? QString() : seconds_text(v.peak_ms);
+        case limit:
+            return v.limit.kb
+                       ? kib_text(v.limit.kb) + " (" + QString::fromStdString(v.limit.source) + ")"
+                       : QString("none known");
+        case margin:
+            if (!v.margin_kb) return QString("-");
+            return *v.margin_kb < 0 ? "over by " + kib_text(-*v.margin_kb) : kib_text(v.margin_kb);
+        case counts:
+            return QString::fromStdString(v.counts);
+        default:
+            return {};
+        }
+    case Qt::ToolTipRole:
+        return QString::fromStdString("From " + v.source + ". At the limit: " + v.at_limit);
+    case Qt::ForegroundRole:
+        if (index.column() == margin && v.margin_kb && *v.margin_kb < 0)
+            return QColor(0xc6, 0x28, 0x28);
+        return {};
+    case KeyRole:
+        return QString::fromStdString(v.key);
+    case PeakMsRole:
+        return static_cast<qlonglong>(v.peak_ms);
+    case SortRole:
+        if (index.column() == peak) return sort_value(v.peak);
+        if (index.column() == margin) return sort_value(v.margin_kb);
+        return data(index, Qt::DisplayRole);
+    default:
+        return {};
+    }
+}
+
+} // namespace loaderlens::gui

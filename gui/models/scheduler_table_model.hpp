@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// What each scheduler will count: one row per view of the diagnosis (SLURM linux, UsePss,
+// NoShared, cgroup, cgroup usage, Kubernetes working set) with its peak, when, the limit it is
+// held against (and where that limit came from), the margin, and what happens at the limit.
+#pragma once
+
+#include "loaderlens/diagnosis.hpp"
+
+#include <QAbstractTableModel>
+#include <vector>
+
+namespace loaderlens::gui {
+
+class SchedulerTableModel : public QAbstractTableModel {
+    Q_OBJECT
+  public:
+    enum Column { view, peak, at, limit, margin, counts, column_count };
+    enum DataRole { KeyRole = Qt::UserRole + 1, PeakMsRole, SortRole };
+
+    explicit SchedulerTableModel(QObject* parent = nullptr);
+    // The views, without their points (the table needs none).
+    void set_views(const std::vector<SchedulerView>& views);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
+
+  private:
+    std::vector<SchedulerView> views_;
+};
+
+} // namespace loaderlens::gui
