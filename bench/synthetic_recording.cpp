@@ -257,6 +257,10 @@ RowCounts SyntheticRecording::write_seconds(std::int64_t seconds) {
     return rows;
 }
 
+void SyntheticRecording::set_meta(const std::string& key, const std::string& value) {
+    recorder_->set_meta(key, value);
+}
+
 void SyntheticRecording::finish() {
     recorder_->finish("finished", next_second_ * 1000);
     recorder_.reset();

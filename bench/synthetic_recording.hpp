@@ -48,6 +48,8 @@ class SyntheticRecording {
 
     // Appends `seconds` simulated seconds; returns the rows they wrote.
     RowCounts write_seconds(std::int64_t seconds);
+    // A meta value of the recording (the GUI bench marks its live writer: writer_pid, host).
+    void set_meta(const std::string& key, const std::string& value);
     // Writes the end (state finished, the indexes, the WAL folded in) and closes the writer.
     void finish();
     // Simulated seconds written so far (the next second starts at seconds() * 1000 ms).

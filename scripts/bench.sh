@@ -13,7 +13,11 @@
 #   5. reading bench: one poll of a live 16-worker recording at 1 min, 30 min and 2 h against the
 #      time-based query it replaced, and opening a 1 h x 32-worker recording for the report and
 #      its series against SQLite reading every row (~1 min; ~250 MiB of recordings, ~1 GiB RAM)
-#   6. epoch-end bench: a real PyTorch job (2 x 256 MiB .npy, np.load mmap, 5 workers re-forked
+#   6. gui bench: the dashboard on a 1 h x 32-worker recording: open to first paint of the
+#      Workers view against reading the rows alone, its replot at 1600x900 (unchanged and after a
+#      zoom) against a plot of every tick, and its CPU share while following a live recording at
+#      2 Hz against `loaderlens tail` (~2 min, offscreen)
+#   7. epoch-end bench: a real PyTorch job (2 x 256 MiB .npy, np.load mmap, 5 workers re-forked
 #      each epoch, 3 epochs of ~6 s) under `loaderlens record`; at each epoch's end it reads its
 #      workers' smaps itself, marks the end and waits for the recorder's sample: per-file RSS at
 #      the marker against that smaps, the recorder's CPU share and its tiers' longest intervals
@@ -39,9 +43,9 @@ if [ "${1:-}" = "--only" ]; then
   only=${2:-}
   shift 2 || true
   case "$only" in
-    sampler | fleet | loader | residency | reading | epoch-end) ;;
+    sampler | fleet | loader | residency | reading | gui | epoch-end) ;;
     *)
-      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading or epoch-end" >&2
+      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading, gui or epoch-end" >&2
       exit 2
       ;;
   esac
@@ -63,6 +67,7 @@ run fleet && targets+=(loaderlens_bench_fleet)
 run loader && targets+=(loaderlens_bench_loader)
 run residency && targets+=(loaderlens_bench_residency)
 run reading && targets+=(loaderlens_bench_reading)
+run gui && targets+=(loaderlens_bench_gui)
 cmake --build build-bench --target "${targets[@]}"
 
 # The benches remove their files themselves, even on Ctrl-C; a private TMPDIR removed on exit
@@ -104,6 +109,13 @@ if run reading; then
   echo
   echo "### reading bench"
   build-bench/bench/loaderlens_bench_reading || note_exit reading $?
+fi
+
+if run gui; then
+  echo
+  echo "### gui bench"
+  QT_QPA_PLATFORM=offscreen build-bench/bench/loaderlens_bench_gui --cli build-bench/cli/loaderlens ||
+    note_exit gui $?
 fi
 
 if run epoch-end; then

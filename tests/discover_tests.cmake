@@ -21,7 +21,8 @@ set(_exe "${LOADERLENS_TEST_EXECUTABLE}")
 # A failing entry that says what went wrong: a binary that cannot be listed must not pass as "no
 # tests".
 macro(_loaderlens_discovery_failed message)
-  add_test([==[loaderlens_tests_discovery]==] /bin/sh -c "echo \"$0\"; exit 1" "${message}")
+  get_filename_component(_binary_name "${_exe}" NAME)
+  add_test("${_binary_name}_discovery" /bin/sh -c "echo \"$0\"; exit 1" "${message}")
   return()
 endmacro()
 

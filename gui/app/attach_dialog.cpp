@@ -2,6 +2,7 @@
 #include "attach_dialog.hpp"
 
 #include "run_controller.hpp"
+#include "table_view.hpp"
 
 #include <QDialogButtonBox>
 #include <QDir>
@@ -34,13 +35,7 @@ AttachDialog::AttachDialog(QWidget* parent) : QDialog(parent) {
     proxy_ = new QSortFilterProxyModel(this);
     proxy_->setSourceModel(model_);
     proxy_->setSortRole(ProcessPickerModel::SortRole);
-    table_ = new QTableView;
-    table_->setModel(proxy_);
-    table_->setSortingEnabled(true);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
-    table_->verticalHeader()->hide();
-    table_->horizontalHeader()->setStretchLastSection(true);
+    table_ = make_table_view(proxy_, true);
     layout->addWidget(table_, 1);
     auto* form = new QFormLayout;
     output_ = new QLineEdit(QDir::current().filePath("attached.db"));

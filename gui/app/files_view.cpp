@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "files_view.hpp"
 
+#include "table_view.hpp"
+
 #include <map>
 #include <QHeaderView>
 #include <QSplitter>
@@ -15,13 +17,9 @@ FilesView::FilesView(const ViewContext& context, QWidget* parent) : DashboardVie
     proxy_ = new QSortFilterProxyModel(this);
     proxy_->setSourceModel(model_);
     proxy_->setSortRole(FileTableModel::SortRole);
-    table_ = new QTableView;
-    table_->setModel(proxy_);
-    table_->setSortingEnabled(true);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_ = make_table_view(proxy_, true);
+    table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-    table_->verticalHeader()->hide();
     caption_ = new QLabel;
     caption_->setWordWrap(true);
     caption_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
@@ -127,18 +125,16 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
                   "divides it among them.");
     frame_->rebuild();
     if (document().report()) frame_->set_epochs(document().report()->diagnosis.epochs);
-    redraw();
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    frame_->schedule_redraw();
 }
 
 void FilesView::redraw() {
     const int columns = std::max(50, plot_->axisRect()->width());
     for (Line& line : lines_) {
-        QVector<QCPGraphData> data;
-        for (const PlotPoint& p :
-             envelope(line.points, context_.window->from_s(), context_.window->to_s(), columns))
-            data.push_back(QCPGraphData(p.t_s, p.value));
-        line.graph->data()->set(data, true);
+        line.graph->data()->set(
+            PlotFrame::graph_data(
+                envelope(line.points, context_.window->from_s(), context_.window->to_s(), columns)),
+            true);
     }
 }
 

@@ -4,6 +4,7 @@
 #include "files_view.hpp"
 #include "overview_view.hpp"
 #include "processes_view.hpp"
+#include "qcustomplot_include.hpp"
 #include "residency_view.hpp"
 #include "run_controller.hpp"
 #include "schedulers_view.hpp"
@@ -152,7 +153,11 @@ void MainWindow::refresh_now() {
     std::fill(stale_.begin(), stale_.end(), true);
     update_status();
     refresh_current();
-    QCoreApplication::processEvents();
+    // The redraw is scheduled (PlotFrame::schedule_redraw), its replot queued: run both.
+    for (int i = 0; i < 3; ++i)
+        QCoreApplication::processEvents();
+    if (DashboardView* view = current_view(); view && view->plot())
+        view->plot()->replot(QCustomPlot::rpImmediateRefresh);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -2,6 +2,7 @@
 #include "overview_view.hpp"
 
 #include "display_text.hpp"
+#include "table_view.hpp"
 
 #include <QHeaderView>
 #include <QSplitter>
@@ -12,12 +13,7 @@ namespace loaderlens::gui {
 namespace {
 
 QTableView* make_table(QAbstractItemModel* model) {
-    auto* table = new QTableView;
-    table->setModel(model);
-    table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table->setSelectionMode(QAbstractItemView::SingleSelection);
-    table->verticalHeader()->hide();
-    table->horizontalHeader()->setStretchLastSection(true);
+    QTableView* table = make_table_view(model, false);
     table->setWordWrap(true);
     return table;
 }
@@ -127,7 +123,10 @@ void OverviewView::refresh() {
     shown_ = report;
     const auto& findings = report->diagnosis.findings;
     findings_->set_findings(findings);
-    schedulers_->set_views(report->diagnosis.schedulers);
+    std::vector<ProcessInfo> infos;
+    for (const auto& p : report->processes)
+        infos.push_back(p.info);
+    schedulers_->set_views(report->diagnosis.schedulers, infos);
     finding_table_->horizontalHeader()->setStretchLastSection(false);
     finding_table_->horizontalHeader()->setSectionResizeMode(FindingListModel::severity,
                                                              QHeaderView::ResizeToContents);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "processes_view.hpp"
 
+#include "table_view.hpp"
+
 #include <QHeaderView>
 #include <QVBoxLayout>
 
@@ -19,13 +21,7 @@ ProcessesView::ProcessesView(const ViewContext& context, QWidget* parent)
     proxy_->setSortRole(ProcessTableModel::SortRole);
     proxy_->setFilterKeyColumn(-1);
     proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-    table_ = new QTableView;
-    table_->setModel(proxy_);
-    table_->setSortingEnabled(true);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
-    table_->verticalHeader()->hide();
-    table_->horizontalHeader()->setStretchLastSection(true);
+    table_ = make_table_view(proxy_, true);
     layout->addWidget(table_, 1);
     connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,

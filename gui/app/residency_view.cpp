@@ -79,15 +79,7 @@ QCPAxisRect* ResidencyView::add_map(int row, const ResidencyGrid& grid, const QS
     map->setDataRange(QCPRange(0, 1));
     map->setInterpolate(false);
     rect->axis(QCPAxis::atLeft)->setRange(0, mib);
-    auto* label = new QCPItemText(plot_);
-    label->setClipAxisRect(rect);
-    label->position->setType(QCPItemPosition::ptAxisRectRatio);
-    label->position->setAxisRect(rect);
-    label->position->setCoords(0.005, 0.02);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    label->setText(title);
-    label->setBrush(QColor(255, 255, 255, 200));
-    label->setSelectable(false);
+    PlotFrame::add_label(rect, title)->setBrush(QColor(255, 255, 255, 200));
     return rect;
 }
 
@@ -102,6 +94,7 @@ void ResidencyView::draw_file() {
                               ? "No file's residency was recorded: the residency tier follows "
                                 "mapped files of 1 MiB or more and files given with --file."
                               : QString());
+        frame_->rebuild();
         plot_->replot();
         return;
     }
@@ -120,10 +113,7 @@ void ResidencyView::draw_file() {
                         const QString& name) {
         if (points.empty()) return;
         QCPGraph* g = plot_->addGraph(cache->axis(QCPAxis::atBottom), cache->axis(QCPAxis::atLeft));
-        QVector<QCPGraphData> line;
-        for (const PlotPoint& p : points)
-            line.push_back(QCPGraphData(p.t_s, p.value));
-        g->data()->set(line, true);
+        g->data()->set(PlotFrame::graph_data(points), true);
         g->setPen(QPen(color, 2));
         g->setName(name);
     };
@@ -139,7 +129,7 @@ void ResidencyView::draw_file() {
     plot_->plotLayout()->addElement(0, 1, scale);
     scale->setGradient(gradient_);
     scale->setDataRange(QCPRange(0, 1));
-    scale->axis()->setLabel("share of the bucket's pages");
+    scale->axis()->setLabel("resident share");
     auto* margins = new QCPMarginGroup(plot_);
     for (QCPAxisRect* rect : plot_->axisRects())
         rect->setMarginGroup(QCP::msLeft | QCP::msRight, margins);

@@ -2,6 +2,7 @@
 #include "schedulers_view.hpp"
 
 #include "display_text.hpp"
+#include "table_view.hpp"
 
 #include <QHeaderView>
 #include <QSplitter>
@@ -18,11 +19,7 @@ SchedulersView::SchedulersView(const ViewContext& context, QWidget* parent)
     frame_ = new PlotFrame(plot_, context_.window);
     frame_->on_range([this] { redraw(); });
     model_ = new SchedulerTableModel(this);
-    table_ = new QTableView;
-    table_->setModel(model_);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->horizontalHeader()->setStretchLastSection(true);
-    table_->verticalHeader()->hide();
+    table_ = make_table_view(model_, false);
     table_->setWordWrap(false);
     splitter->addWidget(plot_);
     splitter->addWidget(table_);
@@ -40,7 +37,10 @@ void SchedulersView::refresh() {
     if (!report) return;
     if (report != shown_) {
         shown_ = report;
-        model_->set_views(report->diagnosis.schedulers);
+        std::vector<ProcessInfo> infos;
+        for (const auto& p : report->processes)
+            infos.push_back(p.info);
+        model_->set_views(report->diagnosis.schedulers, infos);
         table_->resizeColumnsToContents();
         plot_->clearItems();
         plot_->clearGraphs();
@@ -98,18 +98,16 @@ void SchedulersView::refresh() {
         rect->axis(QCPAxis::atLeft)->setRange(0, top * 1.1);
         frame_->set_epochs(report->diagnosis.epochs);
     }
-    redraw();
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    frame_->schedule_redraw();
 }
 
 void SchedulersView::redraw() {
     const int columns = std::max(50, plot_->axisRect()->width());
     for (std::size_t i = 0; i < graphs_.size(); ++i) {
-        QVector<QCPGraphData> data;
-        for (const PlotPoint& p :
-             envelope(series_[i], context_.window->from_s(), context_.window->to_s(), columns))
-            data.push_back(QCPGraphData(p.t_s, p.value));
-        graphs_[i]->data()->set(data, true);
+        graphs_[i]->data()->set(
+            PlotFrame::graph_data(
+                envelope(series_[i], context_.window->from_s(), context_.window->to_s(), columns)),
+            true);
     }
 }
 

@@ -2,9 +2,12 @@
 #include "workers_view.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QVBoxLayout>
 #include <set>
 
@@ -42,14 +45,6 @@ QString lane_name(const LaneKey& key) {
     return {};
 }
 
-QVector<QCPGraphData> to_graph_data(const std::vector<PlotPoint>& points) {
-    QVector<QCPGraphData> out;
-    out.reserve(static_cast<qsizetype>(points.size()));
-    for (const PlotPoint& p : points)
-        out.push_back(QCPGraphData(p.t_s, p.value));
-    return out;
-}
-
 } // namespace
 
 WorkersView::WorkersView(const ViewContext& context, QWidget* parent)
@@ -83,6 +78,8 @@ WorkersView::WorkersView(const ViewContext& context, QWidget* parent)
     scroll_->setWidget(plot_);
     scroll_->setFrameShape(QFrame::NoFrame);
     layout->addWidget(scroll_);
+    connect(scroll_->verticalScrollBar(), &QScrollBar::valueChanged, frame_,
+            &PlotFrame::schedule_redraw);
     connect(context_.selection, &Selection::changed, this, [this] {
         highlight_selection();
         plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -124,14 +121,8 @@ void WorkersView::rebuild_lanes() {
     plot_->plotLayout()->addElement(0, 0, stack_rect_);
     PlotFrame::style(stack_rect_, "Σ PSS (MiB)");
     stack_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
-    auto* stack_title = new QCPItemText(plot_);
-    stack_title->setClipAxisRect(stack_rect_);
-    stack_title->position->setType(QCPItemPosition::ptAxisRectRatio);
-    stack_title->position->setAxisRect(stack_rect_);
-    stack_title->position->setCoords(0.995, 0.02);
-    stack_title->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-    stack_title->setText("Σ PSS of the tree, stacked by lane: what the tree really holds");
-    stack_title->setSelectable(false);
+    PlotFrame::add_label(stack_rect_,
+                         "Σ PSS of the tree, stacked by lane: what the tree really holds", true);
 
     worker_lanes_ = 0;
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -145,20 +136,15 @@ void WorkersView::rebuild_lanes() {
         for (const Toggle& t : toggles) {
             QCPGraph* graph = plot_->addGraph(lane.rect->axis(QCPAxis::atBottom),
                                               lane.rect->axis(QCPAxis::atLeft));
-            graph->setPen(QPen(t.color, t.figure == Figure::pss ? 2 : 1));
+            // Cosmetic 1-pixel pens: a 2-pixel pen goes through Qt's stroker, ~5x slower on a
+            // decimated (zigzag) line.
+            graph->setPen(QPen(t.color, 0));
             graph->setAntialiased(false);
             graph->setAdaptiveSampling(true);
             lane.graphs[t.figure] = graph;
         }
-        auto* label = new QCPItemText(plot_);
-        label->setClipAxisRect(lane.rect);
-        label->position->setType(QCPItemPosition::ptAxisRectRatio);
-        label->position->setAxisRect(lane.rect);
-        label->position->setCoords(0.005, 0.02);
-        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-        label->setText(lane_name(lane.key));
+        QCPItemText* label = PlotFrame::add_label(lane.rect, lane_name(lane.key));
         label->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
-        label->setSelectable(false);
         if (lane.key.kind == LaneKey::Kind::worker) {
             ++worker_lanes_;
             for (const WorkerLane& w : document().lanes().workers) {
@@ -187,38 +173,45 @@ void WorkersView::rebuild_lanes() {
 }
 
 void WorkersView::fill_stack(int columns) {
-    // The lanes with PSS, their ticks in range (rollup ticks are shared by every process).
+    // The lanes with PSS, in lane order, and their index in the store's stack ticks.
     const double from = context_.window->from_s(), to = context_.window->to_s();
+    const LaneStore& store = document().store();
     std::vector<LaneKey> keys;
-    std::map<std::int64_t, std::vector<std::int64_t>> ticks;
-    for (const Lane& lane : lanes_) {
-        const auto& points = document().store().points(lane.key, Figure::pss);
-        if (points.empty()) continue;
-        const std::size_t index = keys.size();
-        keys.push_back(lane.key);
-        for (const LanePoint& p : points) {
-            if (p.t_ms < from * 1000 - 1000 || p.t_ms > to * 1000 + 1000) continue;
-            auto& row = ticks[p.t_ms];
-            if (row.size() < lanes_.size()) row.resize(lanes_.size(), 0);
-            row[index] = p.kib;
+    std::vector<int> index;
+    for (const Lane& lane : lanes_)
+        if (const int i = store.lane_index(lane.key); i >= 0) {
+            keys.push_back(lane.key);
+            index.push_back(i);
         }
-    }
-    // One tick per pixel column: the one with the largest total (no peak lost).
-    std::vector<std::pair<std::int64_t, const std::vector<std::int64_t>*>> chosen;
+    auto value = [&](const StackTick& tick, std::size_t k) -> std::int64_t {
+        const auto i = static_cast<std::size_t>(index[k]);
+        return i < tick.pss_by_lane.size() ? tick.pss_by_lane[i] : 0;
+    };
+    // One tick per pixel column: the one with the largest total (no peak of Σ PSS lost), and
+    // the ticks just outside the range, so the bands reach the edges.
+    const auto& ticks = store.stack();
+    auto first = std::lower_bound(ticks.begin(), ticks.end(), from * 1000,
+                                  [](const StackTick& t, double ms) { return t.t_ms < ms; });
+    auto last = std::upper_bound(ticks.begin(), ticks.end(), to * 1000,
+                                 [](double ms, const StackTick& t) { return ms < t.t_ms; });
+    if (first != ticks.begin()) --first;
+    if (last != ticks.end()) ++last;
+    std::vector<const StackTick*> chosen;
     const double column_ms = std::max(1.0, (to - from) * 1000.0 / columns);
     std::int64_t current_column = std::numeric_limits<std::int64_t>::min();
     std::int64_t best_total = -1;
-    for (const auto& [t, row] : ticks) {
-        const auto column = static_cast<std::int64_t>((t - from * 1000.0) / column_ms);
+    for (auto it = first; it != last; ++it) {
+        const auto column =
+            static_cast<std::int64_t>(std::floor((it->t_ms - from * 1000.0) / column_ms));
         std::int64_t total = 0;
-        for (auto v : row)
-            total += v;
+        for (std::size_t k = 0; k < keys.size(); ++k)
+            total += value(*it, k);
         if (column != current_column) {
-            chosen.push_back({t, &row});
+            chosen.push_back(&*it);
             current_column = column;
             best_total = total;
         } else if (total > best_total) {
-            chosen.back() = {t, &row};
+            chosen.back() = &*it;
             best_total = total;
         }
     }
@@ -231,11 +224,12 @@ void WorkersView::fill_stack(int columns) {
                                           stack_rect_->axis(QCPAxis::atLeft));
             const QColor c = keys[i].kind == LaneKey::Kind::worker ? PlotFrame::color(keys[i].slot)
                                                                    : QColor(0x88, 0x88, 0x88);
-            g->setPen(QPen(c.darker(120), 1));
+            g->setPen(QPen(c.darker(120), 0));
             QColor fill = c;
             fill.setAlpha(keys[i].kind == LaneKey::Kind::main ? 90 : 150);
             g->setBrush(fill);
             g->setAntialiased(false);
+            g->setAntialiasedFill(false); // an antialiased fill of 34 bands cost 30 ms a replot
             g->setName(lane_name(keys[i]));
             if (i > 0) g->setChannelFillGraph(stack_graphs_.back());
             stack_graphs_.push_back(g);
@@ -243,49 +237,57 @@ void WorkersView::fill_stack(int columns) {
         stack_keys_ = keys;
     }
     double top = 0;
+    std::vector<double> sums(chosen.size(), 0.0); // the bands below, per chosen tick
     for (std::size_t i = 0; i < keys.size(); ++i) {
         QVector<QCPGraphData> stacked;
         stacked.reserve(static_cast<qsizetype>(chosen.size()));
-        for (const auto& [t, row] : chosen) {
-            double sum = 0;
-            for (std::size_t j = 0; j <= i && j < row->size(); ++j)
-                sum += static_cast<double>((*row)[j]);
-            stacked.push_back(QCPGraphData(static_cast<double>(t) / 1000.0, sum / 1024.0));
-            top = std::max(top, sum / 1024.0);
+        for (std::size_t c = 0; c < chosen.size(); ++c) {
+            sums[c] += static_cast<double>(value(*chosen[c], i)) / 1024.0;
+            stacked.push_back(QCPGraphData(static_cast<double>(chosen[c]->t_ms) / 1000.0, sums[c]));
+            top = std::max(top, sums[c]);
         }
         stack_graphs_[i]->data()->set(stacked, true);
     }
     stack_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top * 1.08));
 }
 
+bool WorkersView::lane_visible(const Lane& lane) const {
+    const QRect r = lane.rect->outerRect();
+    if (r.isEmpty()) return true; // not laid out yet
+    const int top = scroll_->verticalScrollBar()->value();
+    return r.bottom() >= top && r.top() <= top + scroll_->viewport()->height();
+}
+
 void WorkersView::redraw() {
     if (!stack_rect_) return;
     const double from = context_.window->from_s(), to = context_.window->to_s();
     const int cols = columns();
+    // Worker lanes share one scale, the highest of their shown figures over the whole run: a
+    // slot twice as large looks twice as large, and the scale stays put while zooming.
     double worker_top = 0;
-    std::map<const Lane*, double> tops;
+    for (const Lane& lane : lanes_)
+        if (lane.key.kind == LaneKey::Kind::worker)
+            for (const auto& [figure, graph] : lane.graphs)
+                if (toggles_.at(figure)->isChecked())
+                    worker_top = std::max(
+                        worker_top, static_cast<double>(document().store().peak(lane.key, figure)));
     for (Lane& lane : lanes_) {
+        // Lanes scrolled out of sight are neither decimated nor drawn (the replot budget is
+        // 20 ms at 1600x900 with 32 slots); scrolling draws them.
+        const bool visible = lane_visible(lane);
         double top = 0;
         for (auto& [figure, graph] : lane.graphs) {
             const bool on = toggles_.at(figure)->isChecked();
-            graph->setVisible(on);
-            if (!on) {
-                graph->data()->clear();
-                continue;
-            }
+            graph->setVisible(on && visible);
+            if (!on) continue;
+            top = std::max(top, static_cast<double>(document().store().peak(lane.key, figure)));
+            if (!visible) continue;
             const auto points =
                 envelope(document().store().points(lane.key, figure), from, to, cols, lane.gaps);
-            for (const PlotPoint& p : points)
-                if (p.value == p.value) top = std::max(top, p.value);
-            graph->data()->set(to_graph_data(points), true);
+            graph->data()->set(PlotFrame::graph_data(points), true);
         }
-        tops[&lane] = top;
-        if (lane.key.kind == LaneKey::Kind::worker) worker_top = std::max(worker_top, top);
-    }
-    // Worker lanes share one scale: a slot twice as large looks twice as large.
-    for (Lane& lane : lanes_) {
-        const double top = lane.key.kind == LaneKey::Kind::worker ? worker_top : tops[&lane];
-        lane.rect->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top * 1.1));
+        if (lane.key.kind == LaneKey::Kind::worker) top = worker_top;
+        lane.rect->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top / 1024.0 * 1.1));
     }
     fill_stack(cols);
 }
@@ -312,8 +314,7 @@ void WorkersView::refresh() {
     rebuild_lanes();
     if (document().report()) frame_->set_epochs(document().report()->diagnosis.epochs);
     highlight_selection();
-    redraw();
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    frame_->schedule_redraw();
 }
 
 } // namespace loaderlens::gui

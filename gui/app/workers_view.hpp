@@ -39,6 +39,7 @@ class WorkersView : public DashboardView {
     void rebuild_lanes();
     void fill_stack(int columns);
     void highlight_selection();
+    bool lane_visible(const Lane& lane) const;
     int columns() const;
 
     QCustomPlot* plot_ = nullptr;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "lane_store.hpp"
 
+#include <algorithm>
+
 namespace loaderlens::gui {
 
 std::optional<LaneKey> LaneStore::lane_of(const ProcessInfo& process) {
@@ -18,6 +20,9 @@ std::optional<LaneKey> LaneStore::lane_of(const ProcessInfo& process) {
 
 void LaneStore::reset() {
     series_.clear();
+    peaks_.clear();
+    stack_.clear();
+    stack_index_.clear();
     summed_lane_.clear();
     last_ms_ = 0;
 }
@@ -32,6 +37,13 @@ void LaneStore::add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const
     else
         points.push_back({t_ms, *value});
     if (t_ms > last_ms_) last_ms_ = t_ms;
+    std::int64_t& peak = peaks_[{lane, figure}];
+    peak = std::max(peak, points.back().kib);
+}
+
+std::int64_t LaneStore::peak(const LaneKey& lane, Figure figure) const {
+    auto it = peaks_.find({lane, figure});
+    return it == peaks_.end() ? 0 : it->second;
 }
 
 bool LaneStore::append(const RecordingData& newer,
@@ -60,6 +72,14 @@ bool LaneStore::append(const RecordingData& newer,
         if (!lane) continue;
         for (Figure f : figures)
             if (source_of(f) == FigureSource::rollup) add(*lane, f, t, figure_of(sample, f));
+        if (!sample.pss) continue;
+        const int index =
+            stack_index_.try_emplace(*lane, static_cast<int>(stack_index_.size())).first->second;
+        if (stack_.empty() || stack_.back().t_ms != t) stack_.push_back({t, {}});
+        auto& by_lane = stack_.back().pss_by_lane;
+        if (static_cast<int>(by_lane.size()) <= index) by_lane.resize(index + 1, 0);
+        by_lane[static_cast<std::size_t>(index)] =
+            saturating_add(by_lane[static_cast<std::size_t>(index)], *sample.pss);
     }
     return true;
 }
@@ -70,6 +90,11 @@ const std::vector<LanePoint>& LaneStore::points(const LaneKey& lane, Figure figu
     if (l == series_.end()) return none;
     auto f = l->second.find(figure);
     return f == l->second.end() ? none : f->second;
+}
+
+int LaneStore::lane_index(const LaneKey& lane) const {
+    auto it = stack_index_.find(lane);
+    return it == stack_index_.end() ? -1 : it->second;
 }
 
 std::vector<LaneKey> LaneStore::lanes() const {

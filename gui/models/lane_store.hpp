@@ -32,6 +32,13 @@ struct LanePoint {
     std::int64_t kib = 0;
 };
 
+// Every lane's PSS at one rollup tick (the Workers view's stack): by lane index (lane_index()),
+// 0 where the lane had no process with a PSS at that tick.
+struct StackTick {
+    std::int64_t t_ms = 0;
+    std::vector<std::int64_t> pss_by_lane;
+};
+
 class LaneStore {
   public:
     // The figures a lane plots (fast tier first, then rollup).
@@ -49,13 +56,24 @@ class LaneStore {
     // figure available has no point); empty if the lane never had one.
     const std::vector<LanePoint>& points(const LaneKey& lane, Figure figure) const;
     std::vector<LaneKey> lanes() const;
+    // The highest value of a lane's figure over the whole recording (0: none): plots share a
+    // scale that does not jump as one zooms or scrolls.
+    std::int64_t peak(const LaneKey& lane, Figure figure) const;
     std::int64_t last_ms() const { return last_ms_; }
+    // The rollup ticks in time order, each with every lane's PSS: a stacked plot reads the ticks
+    // of its range without merging 34 series at each redraw.
+    const std::vector<StackTick>& stack() const { return stack_; }
+    // A lane's index in StackTick::pss_by_lane, -1 if it never had a PSS.
+    int lane_index(const LaneKey& lane) const;
 
   private:
     static std::optional<LaneKey> lane_of(const ProcessInfo& process);
     void add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const Kib& value);
 
     std::map<LaneKey, std::map<Figure, std::vector<LanePoint>>> series_;
+    std::map<std::pair<LaneKey, Figure>, std::int64_t> peaks_;
+    std::vector<StackTick> stack_;
+    std::map<LaneKey, int> stack_index_;
     std::map<std::int64_t, LaneKey> summed_lane_; // process id -> the lane its rows went to
     std::int64_t last_ms_ = 0;
 };

@@ -7,8 +7,8 @@
 // Opening reads the rows on a worker thread and hands them to the GUI thread (first paint); the
 // report, which needs every row again, is built on a second thread with its own reader, so a
 // large recording paints before its diagnosis is done. While a recording is followed, the report
-// is rebuilt at most every max(5 s, 20 x its last cost): following stays cheap however long the
-// run (docs/gui.md).
+// is rebuilt at most every max(30 s, 100 x its last cost): following stays cheap however long
+// the run (docs/gui.md).
 #pragma once
 
 #include "lane_store.hpp"

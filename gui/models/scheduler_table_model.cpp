@@ -9,12 +9,21 @@ namespace loaderlens::gui {
 
 SchedulerTableModel::SchedulerTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void SchedulerTableModel::set_views(const std::vector<SchedulerView>& views) {
+void SchedulerTableModel::set_views(const std::vector<SchedulerView>& views,
+                                    const std::vector<ProcessInfo>& processes) {
     beginResetModel();
     views_.clear();
+    holders_.clear();
     for (const SchedulerView& v : views) {
         SchedulerView row = v;
         row.points.clear();
+        QString holder;
+        if (v.peak_process_id)
+            for (const ProcessInfo& p : processes)
+                if (p.id == *v.peak_process_id)
+                    holder = QString::fromStdString(process_label(p)) +
+                             (v.peak_process_kb ? ": " + kib_text(v.peak_process_kb) : QString());
+        holders_.push_back(holder);
         views_.push_back(std::move(row));
     }
     endResetModel();
@@ -30,8 +39,8 @@ int SchedulerTableModel::columnCount(const QModelIndex& parent) const {
 
 QVariant SchedulerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* const names[column_count] = {"Counted by", "Peak",   "At",
-                                                    "Limit",      "Margin", "Counts"};
+    static const char* const names[column_count] = {
+        "Counted by", "Peak", "At", "Limit", "Margin", "Largest at the peak", "Counts"};
     if (section < 0 || section >= column_count) return {};
     return QString(names[section]);
 }
@@ -58,6 +67,8 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
         case margin:
             if (!v.margin_kb) return QString("-");
             return *v.margin_kb < 0 ? "over by " + kib_text(-*v.margin_kb) : kib_text(v.margin_kb);
+        case holder:
+            return holders_[static_cast<std::size_t>(index.row())];
         case counts:
             return QString::fromStdString(v.counts);
         default:

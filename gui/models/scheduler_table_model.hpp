@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What each scheduler will count: one row per view of the diagnosis (SLURM linux, UsePss,
 // NoShared, cgroup, cgroup usage, Kubernetes working set) with its peak, when, the limit it is
-// held against (and where that limit came from), the margin, and what happens at the limit.
+// held against (and where that limit came from), the margin, the process holding the most of it
+// at the peak (per-process views), and what happens at the limit.
 #pragma once
 
 #include "loaderlens/diagnosis.hpp"
@@ -14,12 +15,13 @@ namespace loaderlens::gui {
 class SchedulerTableModel : public QAbstractTableModel {
     Q_OBJECT
   public:
-    enum Column { view, peak, at, limit, margin, counts, column_count };
+    enum Column { view, peak, at, limit, margin, holder, counts, column_count };
     enum DataRole { KeyRole = Qt::UserRole + 1, PeakMsRole, SortRole };
 
     explicit SchedulerTableModel(QObject* parent = nullptr);
-    // The views, without their points (the table needs none).
-    void set_views(const std::vector<SchedulerView>& views);
+    // The views, without their points (the table needs none); `processes` names the holders.
+    void set_views(const std::vector<SchedulerView>& views,
+                   const std::vector<ProcessInfo>& processes = {});
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -29,6 +31,7 @@ class SchedulerTableModel : public QAbstractTableModel {
 
   private:
     std::vector<SchedulerView> views_;
+    std::vector<QString> holders_; // per view: "worker 2 (gen 0, pid 1234): 52.0 MiB" or empty
 };
 
 } // namespace loaderlens::gui

@@ -78,6 +78,24 @@ BOOST_AUTO_TEST_CASE(lane_series_equal_the_reading_engines) {
             compared += static_cast<int>(got.size());
         }
     }
+    // The stack's ticks: each lane's PSS there, as the lane's own series has it (0: no point).
+    for (const LaneKey& lane : document.store().lanes()) {
+        const int index = document.store().lane_index(lane);
+        std::map<std::int64_t, std::int64_t> pss;
+        for (const LanePoint& p : document.store().points(lane, Figure::pss))
+            pss[p.t_ms] = p.kib;
+        BOOST_TEST((index >= 0) == !pss.empty());
+        if (index < 0) continue;
+        std::size_t seen = 0;
+        for (const StackTick& tick : document.store().stack()) {
+            const auto i = static_cast<std::size_t>(index);
+            const std::int64_t value = i < tick.pss_by_lane.size() ? tick.pss_by_lane[i] : 0;
+            auto it = pss.find(tick.t_ms);
+            BOOST_TEST(value == (it == pss.end() ? 0 : it->second));
+            seen += it != pss.end();
+        }
+        BOOST_TEST(seen == pss.size()); // every tick of the lane is a tick of the stack
+    }
     BOOST_TEST(document.store().lanes().size() >= 5u); // 4 slots and main
     BOOST_TEST(compared > 200);
 }
@@ -135,12 +153,19 @@ BOOST_AUTO_TEST_CASE(report_models_pass_the_model_tester) {
     SchedulerTableModel schedulers;
     QAbstractItemModelTester scheduler_tester(
         &schedulers, QAbstractItemModelTester::FailureReportingMode::Warning);
-    schedulers.set_views(report.diagnosis.schedulers);
+    std::vector<ProcessInfo> infos;
+    for (const auto& p : report.processes)
+        infos.push_back(p.info);
+    schedulers.set_views(report.diagnosis.schedulers, infos);
     BOOST_TEST(schedulers.rowCount() == 6);
     const SchedulerView* linux_view = report.diagnosis.view("slurm_linux");
     BOOST_TEST_REQUIRE(linux_view);
     BOOST_TEST(schedulers.index(0, SchedulerTableModel::peak).data().toString() ==
                kib_text(linux_view->peak));
+    // Σ RSS's largest holder at its peak: a process of the recording, named with its figure.
+    BOOST_TEST_REQUIRE(linux_view->peak_process_id.has_value());
+    const QString holder = schedulers.index(0, SchedulerTableModel::holder).data().toString();
+    BOOST_TEST(holder.endsWith(": " + kib_text(linux_view->peak_process_kb)), holder.toStdString());
 
     FileTableModel files;
     QAbstractItemModelTester file_tester(&files,

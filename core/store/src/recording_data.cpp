@@ -8,6 +8,10 @@ namespace loaderlens {
 
 namespace {
 template <typename T> void move_append(std::vector<T>& to, std::vector<T>& from) {
+    if (to.empty()) { // the first read of a reader: take the rows, move none (2 M rows: ~100 MB)
+        to = std::move(from);
+        return;
+    }
     to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
 } // namespace
