@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <memory>
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QEventLoop>
@@ -42,11 +43,27 @@ struct Options {
     int workers = 32, rounds = 3, replots = 30, follow_s = 30;
 };
 
+double cpu_seconds(const rusage& usage) {
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 double cpu_seconds_self() {
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    return cpu_seconds(usage);
+}
+
+// The Workers view at 1600x900 (offscreen) on `path`, its report built and the view drawn.
+std::unique_ptr<MainWindow> workers_window(const std::string& path) {
+    auto window = std::make_unique<MainWindow>(false);
+    window->resize(1600, 900);
+    window->show_view("workers");
+    window->show();
+    if (!window->open_now(QString::fromStdString(path))) throw std::runtime_error("cannot open");
+    window->document().wait_for_report(120000);
+    window->refresh_now();
+    return window;
 }
 
 // Runs the event loop (sleeping while there is nothing to do: a spinning loop would be measured
@@ -126,13 +143,8 @@ struct Replot {
 
 Replot measure_replot(const std::string& path, int replots) {
     Replot out;
-    MainWindow window(false);
-    window.resize(1600, 900);
-    window.show_view("workers");
-    window.show();
-    if (!window.open_now(QString::fromStdString(path))) throw std::runtime_error("cannot open");
-    window.document().wait_for_report(120000);
-    window.refresh_now();
+    const auto owned = workers_window(path);
+    MainWindow& window = *owned;
     QCustomPlot* plot = window.view("workers")->plot();
     // The plot's own size: its lanes are taller than the window and scroll.
     std::printf("  Workers plot: %d x %d px, %d axis rects, %d graphs\n", plot->width(),
@@ -201,13 +213,8 @@ Follow measure_follow(const std::string& self, const std::string& cli, Scratch& 
     if (::read(ready[0], line, sizeof line - 1) <= 0) throw std::runtime_error("writer failed");
     ::close(ready[0]);
 
-    MainWindow window(false);
-    window.resize(1600, 900);
-    window.show_view("workers");
-    window.show();
-    if (!window.open_now(QString::fromStdString(path))) throw std::runtime_error("cannot open");
-    window.document().wait_for_report(120000);
-    window.refresh_now();
+    const auto owned = workers_window(path);
+    MainWindow& window = *owned;
     if (window.document().state() != RecordingDocument::State::live)
         throw std::runtime_error("the recording is not live: " +
                                  window.document().state_text().toStdString());
@@ -237,10 +244,7 @@ Follow measure_follow(const std::string& self, const std::string& cli, Scratch& 
     rusage usage{};
     ::wait4(tail, &status, 0, &usage);
     unguard_process(tail);
-    const double tail_cpu =
-        static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    out.tail_share = tail_cpu / (static_cast<double>(wall.elapsed()) / 1000);
+    out.tail_share = cpu_seconds(usage) / (static_cast<double>(wall.elapsed()) / 1000);
     ::waitpid(writer, &status, 0);
     unguard_process(writer);
     return out;

@@ -5,6 +5,7 @@
 
 #include <QHBoxLayout>
 #include <QScrollArea>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace loaderlens::gui {
@@ -44,6 +45,20 @@ ResidencyView::ResidencyView(const ViewContext& context, QWidget* parent)
 
 void ResidencyView::refresh() {
     if (!document().has_data()) return;
+    // The grids are rebuilt from every residency row (1 h x 32 workers: ~120 k rows of 256
+    // buckets, ~50 ms): a followed recording redraws them every 2 s, not at each read.
+    if (document().state() == RecordingDocument::State::live && drawn_.isValid() &&
+        drawn_.elapsed() < 2000) {
+        if (!later_) {
+            later_ = true;
+            QTimer::singleShot(static_cast<int>(2000 - drawn_.elapsed()), this, [this] {
+                later_ = false;
+                if (isVisible()) refresh();
+            });
+        }
+        return;
+    }
+    drawn_.start();
     const QVariant current = files_->currentData();
     {
         const QSignalBlocker block(files_);

@@ -10,6 +10,7 @@
 #include "residency_grid.hpp"
 
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QLabel>
 
 namespace loaderlens::gui {
@@ -34,6 +35,8 @@ class ResidencyView : public DashboardView {
     PlotFrame* frame_ = nullptr;
     QCPColorGradient gradient_;
     int slot_maps_ = 0;
+    QElapsedTimer drawn_; // when the grids were last built
+    bool later_ = false;  // a redraw is due once 2 s have passed
 };
 
 } // namespace loaderlens::gui

@@ -17,13 +17,14 @@ void SchedulerTableModel::set_views(const std::vector<SchedulerView>& views,
     for (const SchedulerView& v : views) {
         SchedulerView row = v;
         row.points.clear();
-        QString holder;
+        QString holder_text;
         if (v.peak_process_id)
             for (const ProcessInfo& p : processes)
                 if (p.id == *v.peak_process_id)
-                    holder = QString::fromStdString(process_label(p)) +
-                             (v.peak_process_kb ? ": " + kib_text(v.peak_process_kb) : QString());
-        holders_.push_back(holder);
+                    holder_text =
+                        QString::fromStdString(process_label(p)) +
+                        (v.peak_process_kb ? ": " + kib_text(v.peak_process_kb) : QString());
+        holders_.push_back(holder_text);
         views_.push_back(std::move(row));
     }
     endResetModel();
