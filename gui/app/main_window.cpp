@@ -133,7 +133,13 @@ void MainWindow::show_banner(const QString& message) {
 
 void MainWindow::update_status() {
     if (document_.state() == RecordingDocument::State::none) return;
-    state_label_->setText(document_.path() + " — " + document_.state_text());
+    QString text = document_.path() + " — " + document_.state_text();
+    // The findings of a followed recording are rebuilt less often than the plots (docs/gui.md).
+    if (document_.state() == RecordingDocument::State::live)
+        text += document_.report() ? QString(" · findings as of %1 s")
+                                         .arg(document_.report()->duration_ms / 1000.0, 0, 'f', 1)
+                                   : QString(" · findings: not built yet");
+    state_label_->setText(text);
 }
 
 void MainWindow::document_changed() {

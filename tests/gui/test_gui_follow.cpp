@@ -15,7 +15,10 @@
 #include <filesystem>
 #include <functional>
 #include <QCoreApplication>
+#include <QDropEvent>
 #include <QElapsedTimer>
+#include <QMimeData>
+#include <QUrl>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
@@ -71,6 +74,7 @@ BOOST_AUTO_TEST_CASE(plots_grow_while_the_recorder_writes) {
     window.document().set_follow_interval(250);
     open_followed(window, out);
     BOOST_TEST(window.document().state() == RecordingDocument::State::live);
+    BOOST_TEST(window.status_text().contains("live"), window.status_text().toStdString());
     window.show_view("workers");
     std::vector<int> plotted;
     QObject::connect(&window.document(), &RecordingDocument::grew, [&] {
@@ -156,6 +160,47 @@ BOOST_AUTO_TEST_CASE(replay_started_from_the_gui_stops_on_sigint) {
     BOOST_TEST(end.signal.value_or("") == "Interrupt");
     BOOST_TEST((window.document().state() == RecordingDocument::State::interrupted ||
                 window.document().state() == RecordingDocument::State::finished));
+}
+
+// File ▸ Record's command form: `record -- CMD` run by the window, its recording followed to
+// its end; and a recording dropped on the window opens.
+BOOST_AUTO_TEST_CASE(record_a_command_and_drop_a_file) {
+    TempDir dir;
+    const std::string out = dir.file("command.db");
+    MainWindow window(false);
+    window.document().set_follow_interval(200);
+    const QStringList args{
+        "record", "--force", "-o", QString::fromStdString(out),
+        "--",     "python3", "-c", "import time; b = bytearray(16 << 20); time.sleep(2)"};
+    BOOST_REQUIRE(window.launch(args, QString::fromStdString(out)));
+    BOOST_REQUIRE(wait_until([&] { return !window.run_controller()->running(); }, 30000));
+    BOOST_REQUIRE(wait_until(
+        [&] {
+            return window.document().has_data() &&
+                   window.document().state() == RecordingDocument::State::finished;
+        },
+        10000));
+    BOOST_TEST(window.banner_text().isEmpty(), window.banner_text().toStdString());
+    BOOST_TEST(window.document().data().meta.at("command").find("python3") != std::string::npos);
+    // The python process held its 16 MiB: the main lane's RSS says so.
+    std::int64_t peak = window.document().store().peak(LaneKey::main_lane(), Figure::rss);
+    BOOST_TEST(peak >= 16 * 1024, peak);
+
+    MainWindow other(false);
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(out))});
+    // As a drag does: entered (the window accepts files), then dropped.
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&other, &enter);
+    BOOST_TEST(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&other, &drop);
+    wait_until([&] { return other.document().has_data(); }, 10000);
+    BOOST_TEST_REQUIRE(other.document().has_data(),
+                       "state " << other.document().state() << ", error "
+                                << other.document().error().toStdString() << ", status "
+                                << other.status_text().toStdString());
+    BOOST_TEST(other.document().path().toStdString() == out);
 }
 
 // The attach picker lists a running loader (from `loaderlens ps`: a python main with forked
