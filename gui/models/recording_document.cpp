@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <QCoreApplication>
+#include <QEventLoop>
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 #include <sys/stat.h>
@@ -297,8 +298,13 @@ void RecordingDocument::start_report() {
 bool RecordingDocument::wait_for_report(int timeout_ms) {
     QElapsedTimer timer;
     timer.start();
-    while ((report_running_ || (!report_ && has_data_)) && timer.elapsed() < timeout_ms)
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    while ((report_running_ || (!report_ && has_data_)) && timer.elapsed() < timeout_ms) {
+        // Sleeps until an event (the report's) or 20 ms: processEvents() alone would spin a core
+        // while the report is built on the other.
+        QEventLoop loop;
+        QTimer::singleShot(20, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
     return report_ != nullptr && !report_running_;
 }
 

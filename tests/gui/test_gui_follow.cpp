@@ -17,7 +17,9 @@
 #include <QCoreApplication>
 #include <QDropEvent>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QMimeData>
+#include <QTimer>
 #include <QUrl>
 
 using namespace loaderlens;
@@ -30,8 +32,12 @@ namespace {
 bool wait_until(const std::function<bool()>& done, int timeout_ms) {
     QElapsedTimer timer;
     timer.start();
-    while (!done() && timer.elapsed() < timeout_ms)
-        QCoreApplication::processEvents(QEventLoop::AllEvents, 25);
+    while (!done() && timer.elapsed() < timeout_ms) {
+        // Sleeps between looks (a spinning loop would take a core from the recorder under test).
+        QEventLoop loop;
+        QTimer::singleShot(25, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
     return done();
 }
 
