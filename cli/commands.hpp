@@ -14,6 +14,8 @@ namespace loaderlens::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_internal = 1;
 inline constexpr int exit_bad_input = 2;
+inline constexpr int exit_budget_failed = 3;  // check: a rule failed
+inline constexpr int exit_command_failed = 4; // check: the command it recorded failed
 
 using Runner = std::function<int()>;
 
@@ -25,6 +27,7 @@ Runner add_load(CLI::App& app);
 Runner add_replay(CLI::App& app);
 Runner add_ps(CLI::App& app);
 Runner add_tail(CLI::App& app);
+Runner add_check(CLI::App& app);
 
 // "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds; nothing for text
 // that is not a duration, negative, or over a day.

@@ -23,10 +23,16 @@ CLI::App* selected_subcommand(CLI::App& app, const std::vector<std::string>& own
     return current;
 }
 
+// The positional that takes what follows "--": the one named "command" where there are several
+// (`check RECORDING` or `check -- CMD`), else the only one.
 CLI::Option* positional_of(CLI::App& sub) {
-    for (CLI::Option* option : sub.get_options())
-        if (option->get_positional()) return option;
-    return nullptr;
+    CLI::Option* first = nullptr;
+    for (CLI::Option* option : sub.get_options()) {
+        if (!option->get_positional()) continue;
+        if (option->get_name() == "command") return option;
+        if (!first) first = option;
+    }
+    return first;
 }
 
 } // namespace

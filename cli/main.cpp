@@ -62,6 +62,7 @@ int run(int argc, char** argv) {
     add(add_replay);
     add(add_ps);
     add(add_tail);
+    add(add_check);
     const DashSplit split = split_at_dashes(std::vector<std::string>(argv + 1, argv + argc));
     try {
         assign_after_dashes(app, split);

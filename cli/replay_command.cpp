@@ -3,6 +3,8 @@
 // The loader runs as `loaderlens load ...` in a child (a fresh process image, like a training
 // script) and tells the recorder its epochs and workers through LOADERLENS_MARKERS and
 // LOADERLENS_LOADER_EVENTS.
+#include "replay_command.hpp"
+
 #include "loader_options.hpp"
 #include "loaderlens/page_cache.hpp"
 #include "loaderlens/recording.hpp"
@@ -27,19 +29,22 @@ std::string own_executable() {
     return error ? std::string("loaderlens") : path.string();
 }
 
-int run_replay(const LoaderFlags& flags, RecordOptions& record) {
+} // namespace
+
+ReplayRecording record_replay(const LoaderFlags& flags, RecordOptions& record) {
+    ReplayRecording out;
     auto options = to_loader_options(flags);
-    if (!options) return exit_bad_input;
+    if (!options) return out;
     probes::DatasetLayout layout;
     try { // bad input is reported before a recording is created
         probes::check_loader(*options, layout);
     } catch (const std::runtime_error& e) {
         print_error(e.what());
-        return exit_bad_input;
+        return out;
     }
     if (auto problem = dataset_bounds_problem(*options, layout)) {
         print_error(*problem);
-        return exit_bad_input;
+        return out;
     }
     // The dataset file is followed from the start, mapped or not (pread reads map nothing), and
     // its page cache is looked at once before the loader starts: the baseline that readahead
@@ -73,24 +78,32 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
                               std::to_string(**cached_before));
         recorder.end_loader_run();
     };
-    struct Closed {
-        std::string output;
-        bool written = false;
+    hooks.after = [&out](const std::string& output, bool written) {
+        out.output = output;
+        out.written = written;
     };
-    std::optional<Closed> closed;
-    hooks.after = [&closed](const std::string& output, bool written) {
-        closed = Closed{output, written};
-    };
-    const RecordResult result = run_record(record, hooks);
-    if (!closed) return end_like_the_command(result); // nothing recorded: bad input, no loader
+    out.result = run_record(record, hooks);
+    out.early_exit = std::nullopt;
+    return out;
+}
+
+namespace {
+
+int run_replay(const LoaderFlags& flags, RecordOptions& record) {
+    const ReplayRecording replayed = record_replay(flags, record);
+    if (replayed.early_exit) return *replayed.early_exit;
+    const RecordResult& result = replayed.result;
+    if (!replayed.output)
+        return end_like_the_command(result); // nothing recorded: bad input, no loader
+    const auto closed = &replayed;
     // A recording a failed write stopped early (the error line is out) still gets its report,
     // which says where it was cut; the run then fails, whatever the loader did.
     const int failed = result.exit_code == exit_ok ? exit_internal : result.exit_code;
     try {
-        std::cout << render_report_text(build_report(Recording(closed->output)));
+        std::cout << render_report_text(build_report(Recording(*closed->output)));
         std::cout.flush();
     } catch (const std::exception& e) {
-        print_error(closed->output + ": no report: " + e.what());
+        print_error(*closed->output + ": no report: " + e.what());
         return failed;
     }
     if (!std::cout) return failed; // main() says why

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+// `loaderlens check`: holds a recording (given, or made here from `-- CMD` or `replay DATASET`)
+// against a budget file and/or a baseline recording; one line per rule, JUnit XML for CI, and an
+// exit status CI can act on (docs/check.md).
+#include "budget_file.hpp"
+#include "commands.hpp"
+#include "loaderlens/check_report.hpp"
+#include "loaderlens/recording.hpp"
+#include "loaderlens/report.hpp"
+#include "output_file.hpp"
+#include "output_name.hpp"
+#include "replay_command.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+namespace loaderlens::cli {
+
+namespace {
+
+struct CheckOptions {
+    std::string recording;
+    std::string budget, baseline, tolerance, junit;
+    RecordOptions record;        // check -- CMD
+    RecordOptions replay_record; // check replay DATASET
+    LoaderFlags flags;
+    CLI::App* replay = nullptr;
+};
+
+struct Evaluated {
+    CheckRun run;
+    int failed = 0;
+};
+
+std::optional<DiagnosisOptions> diagnosis_options(const std::string& mem_limit,
+                                                  const Budget& budget) {
+    DiagnosisOptions options;
+    options.mem_limit_kb = budget.mem_limit_kb;
+    if (!mem_limit.empty()) {
+        const auto bytes = parse_size(mem_limit);
+        if (!bytes) {
+            print_error("--mem-limit " + mem_limit + ": expected a size like 4GiB, 4G or 4096MiB");
+            return std::nullopt;
+        }
+        options.mem_limit_kb = *bytes / 1024; // the command line before the budget file
+    }
+    return options;
+}
+
+// Reads both recordings and evaluates; throws RecordingError.
+Evaluated evaluate(const std::string& path, const CheckOptions& o, const Budget& budget,
+                   const DiagnosisOptions& options, double tolerance) {
+    Evaluated e;
+    Recording recording(path);
+    const ReportData report = build_report(recording, options);
+    const RecordingData data = recording.read_all();
+    e.run.recording = path;
+    e.run.budget_file = o.budget;
+    e.run.baseline = o.baseline;
+    e.run.skip_unavailable = budget.skip_unavailable;
+    e.run.duration_ms = report.duration_ms;
+    e.run.outcome = check_budget(data, report, budget);
+    if (!o.baseline.empty()) {
+        Recording base(o.baseline);
+        const ReportData base_report = build_report(base, options);
+        const RecordingData base_data = base.read_all();
+        const std::int64_t base_warmup = warmup_of(base_report, budget, nullptr);
+        for (RuleResult& r :
+             compare_to_baseline(data, report, e.run.outcome.warmup_ms, base_data, base_report,
+                                 base_warmup, tolerance, budget.min_change_kb))
+            e.run.outcome.rules.push_back(std::move(r));
+    }
+    e.failed = e.run.outcome.failed(budget.skip_unavailable);
+    return e;
+}
+
+std::string command_failure(const RecordResult& result) {
+    if (result.killed_by)
+        return "was killed by signal " + std::to_string(result.killed_by) + " (" +
+               strsignal(result.killed_by) + ")";
+    return "exited with status " + std::to_string(result.exit_code);
+}
+
+int run_check(CheckOptions& o) {
+    const bool replay = o.replay && o.replay->parsed();
+    const bool command = !o.record.command.empty();
+    const int targets = (o.recording.empty() ? 0 : 1) + (command ? 1 : 0) + (replay ? 1 : 0);
+    if (targets != 1) {
+        print_error(targets == 0
+                        ? "check: give a recording, a command after --, or replay DATASET"
+                        : "check: give one of a recording, a command after --, or replay DATASET");
+        return exit_bad_input;
+    }
+    if (o.budget.empty() && o.baseline.empty()) {
+        print_error("check: give --budget FILE.toml, --baseline RECORDING, or both");
+        return exit_bad_input;
+    }
+    Budget budget;
+    if (!o.budget.empty()) {
+        try {
+            budget = read_budget_file(o.budget);
+        } catch (const BudgetFileError& e) {
+            print_error(e.what());
+            return exit_bad_input;
+        }
+        if (budget.schedulers.empty() && !budget.min_margin_kb && budget.processes.empty() &&
+            budget.files.empty() && budget.growth.empty() && budget.findings.forbidden.empty() &&
+            !budget.findings.max_severity && o.baseline.empty()) {
+            print_error(o.budget + ": no rules (docs/check.md; resources/budgets/example.toml)");
+            return exit_bad_input;
+        }
+    }
+    double tolerance = budget.tolerance.value_or(0.10);
+    if (!o.tolerance.empty()) {
+        auto share = parse_percent(o.tolerance);
+        if (!share) {
+            print_error("--tolerance " + o.tolerance + ": expected a percentage like 10%");
+            return exit_bad_input;
+        }
+        tolerance = *share;
+    }
+    const RecordOptions& recorded = replay ? o.replay_record : o.record;
+    const auto options = diagnosis_options(recorded.mem_limit, budget);
+    if (!options) return exit_bad_input;
+    for (const std::string* file : {&o.recording, &o.baseline})
+        if (!file->empty())
+            if (auto problem = recording_name_problem(*file)) {
+                print_error(*problem);
+                return exit_bad_input;
+            }
+    // The JUnit file is opened before anything runs: a path it cannot take is bad input.
+    std::unique_ptr<OutputFile> junit;
+    try {
+        if (!o.junit.empty()) junit = std::make_unique<OutputFile>(o.junit);
+    } catch (const OutputFileError& e) {
+        print_error(e.what());
+        return e.exit_code;
+    }
+    if (!o.baseline.empty()) {
+        try { // a damaged baseline is said before the command runs for minutes
+            Recording check_baseline(o.baseline);
+        } catch (const RecordingError& e) {
+            print_error(e.what());
+            return exit_bad_input;
+        }
+    }
+
+    std::string path = o.recording;
+    std::optional<std::string> failure;
+    if (command || replay) {
+        std::optional<std::string> closed;
+        RecordResult result;
+        if (replay) {
+            ReplayRecording r = record_replay(o.flags, o.replay_record);
+            if (r.early_exit) return *r.early_exit;
+            closed = r.output;
+            result = r.result;
+        } else {
+            RecordHooks hooks;
+            hooks.after = [&closed](const std::string& output, bool) { closed = output; };
+            result = run_record(o.record, hooks);
+        }
+        if (!closed) return result.exit_code ? result.exit_code : exit_internal; // said already
+        path = *closed;
+        if (result.exit_code != 0 || result.killed_by) failure = command_failure(result);
+    }
+
+    Evaluated e;
+    try {
+        e = evaluate(path, o, budget, *options, tolerance);
+    } catch (const RecordingError& error) {
+        print_error(error.what());
+        return exit_bad_input;
+    }
+    e.run.command_failure = failure;
+    std::cout << render_check_text(e.run);
+    std::cout.flush();
+    if (junit) {
+        junit->stream() << render_junit(e.run);
+        if (auto problem = junit->commit()) {
+            print_error(*problem);
+            return exit_internal;
+        }
+    }
+    if (failure) return exit_command_failed;
+    return e.failed ? exit_budget_failed : exit_ok;
+}
+
+} // namespace
+
+Runner add_check(CLI::App& app) {
+    auto o = std::make_shared<CheckOptions>();
+    o->record.output = default_output_pattern("check");
+    o->replay_record.output = default_output_pattern("check");
+    CLI::App* sub = app.add_subcommand(
+        "check", "Hold a recording (or a command, or a replay, recorded here) to memory budgets");
+    sub->add_option("recording", o->recording, "A recording to check");
+    sub->add_option("command", o->record.command, "A command to record and check (after --)");
+    sub->add_option("--budget", o->budget, "Budget file (TOML; docs/check.md)");
+    sub->add_option("--baseline", o->baseline,
+                    "A recording whose figures this one must not exceed");
+    sub->add_option(
+        "--tolerance", o->tolerance,
+        "How much a figure may grow over the baseline's (default 10%, or the budget's)");
+    sub->add_option("--junit", o->junit, "Also write the results as JUnit XML to this file");
+    add_recording_options(sub, o->record);
+    o->replay =
+        sub->add_subcommand("replay", "Replay the reference loader, then check its recording");
+    add_loader_flags(o->replay, o->flags);
+    add_recording_options(o->replay, o->replay_record);
+    o->replay->fallthrough();
+    sub->footer("Exit status: 0 every rule passed, 3 a rule failed, 4 the recorded command failed "
+                "(the rules are still checked and written), 2 bad input, 1 output not written.");
+    return [o] { return run_check(*o); };
+}
+
+} // namespace loaderlens::cli
