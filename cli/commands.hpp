@@ -28,6 +28,7 @@ Runner add_replay(CLI::App& app);
 Runner add_ps(CLI::App& app);
 Runner add_tail(CLI::App& app);
 Runner add_check(CLI::App& app);
+Runner add_merge(CLI::App& app);
 
 // "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds; nothing for text
 // that is not a duration, negative, or over a day.

@@ -26,6 +26,20 @@ extern "C" void remove_temporary_and_die(int signal) {
     ::raise(signal);
 }
 
+// Out of space is "the output could not be written" (1); anything else about the place given
+// (no such directory, permission denied, read-only) is bad input (2).
+int exit_code_for(int error) {
+    return error == ENOSPC || error == EDQUOT || error == EIO || error == EFBIG ? 1 : 2;
+}
+
+mode_t new_file_mode() {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return 0666 & ~mask;
+}
+
+} // namespace
+
 void remove_on_interrupt(const std::string& temporary) {
     if (temporary.size() >= sizeof interrupted_temporary) return;
     std::memcpy(interrupted_temporary, temporary.c_str(), temporary.size() + 1);
@@ -42,20 +56,6 @@ void stop_removing_on_interrupt() {
         sigaction(cleanup_signals[i], &previous_handlers[i], nullptr);
     interrupted_temporary[0] = '\0';
 }
-
-// Out of space is "the output could not be written" (1); anything else about the place given
-// (no such directory, permission denied, read-only) is bad input (2).
-int exit_code_for(int error) {
-    return error == ENOSPC || error == EDQUOT || error == EIO || error == EFBIG ? 1 : 2;
-}
-
-mode_t new_file_mode() {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return 0666 & ~mask;
-}
-
-} // namespace
 
 OutputFile::OutputFile(const std::string& path)
     : path_(path), target_(path), fd_(open_output()), buffer_(fd_), stream_(&buffer_) {}

@@ -20,6 +20,11 @@ struct OutputFileError : std::runtime_error {
     int exit_code; // 2: the path cannot name an output here; 1: the disk is full
 };
 
+// Until stop_removing_on_interrupt(), SIGINT, SIGTERM or SIGHUP removes `temporary` before the
+// process dies of the signal (one file at a time: OutputFile's, or the merge's).
+void remove_on_interrupt(const std::string& temporary);
+void stop_removing_on_interrupt();
+
 class OutputFile {
   public:
     // Throws OutputFileError (one line) when PATH cannot be written.

@@ -3,6 +3,7 @@
 // Standard output is checked by main(): a full disk or a closed pipe is exit 1.
 #include "commands.hpp"
 #include "loaderlens/export.hpp"
+#include "loaderlens/merged_report.hpp"
 #include "loaderlens/report.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
@@ -22,13 +23,33 @@ std::optional<std::string> stdout_problem(const InputFiles& inputs) {
     return std::nullopt;
 }
 
+// Why `--part NAME` cannot pick a part of `report`'s recording: not a merged one, or no such
+// part (the names it has). A merged recording without --part is its job report: no problem.
+std::optional<std::string> part_problem(const std::string& file, const std::string& part,
+                                        const ReportData& report) {
+    if (part.empty()) return std::nullopt;
+    if (!report.merged)
+        return file + ": not a merged recording: --part " + part +
+               " names a part of one (loaderlens merge)";
+    if (report.merged->part(part)) return std::nullopt;
+    std::string names;
+    for (const PartReport& p : report.merged->parts) {
+        if (names.size() > 200) {
+            names += ", ...";
+            break;
+        }
+        names += (names.empty() ? "" : ", ") + p.part.name;
+    }
+    return file + ": no part named " + part + " (its parts: " + names + ")";
+}
+
 } // namespace
 
 Runner add_report(CLI::App& app) {
     struct Options {
         std::string file;
         bool json = false;
-        std::string mem_limit;
+        std::string mem_limit, part;
     };
     auto o = std::make_shared<Options>();
     CLI::App* sub =
@@ -38,6 +59,9 @@ Runner add_report(CLI::App& app) {
     sub->add_option("--mem-limit", o->mem_limit,
                     "The memory limit to hold the scheduler views against (e.g. 4GiB); before the "
                     "one recorded, SLURM's --mem and the cgroup's limit");
+    sub->add_option("--part", o->part,
+                    "Of a merged recording (loaderlens merge): the full report of this part alone "
+                    "(its name from the merged report: the node, e.g. node1 or node1.step0)");
     return [o] {
         DiagnosisOptions options;
         if (!o->mem_limit.empty()) {
@@ -62,7 +86,13 @@ Runner add_report(CLI::App& app) {
         try {
             Recording recording(o->file);
             ReportData data = build_report(recording, options);
-            std::cout << (o->json ? render_report_json(data) : render_report_text(data));
+            const ReportData* shown = &data;
+            if (auto problem = part_problem(o->file, o->part, data)) {
+                print_error(*problem);
+                return exit_bad_input;
+            }
+            if (!o->part.empty()) shown = &data.merged->part(o->part)->report;
+            std::cout << (o->json ? render_report_json(*shown) : render_report_text(*shown));
             return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());

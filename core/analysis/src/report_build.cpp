@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
+#include "loaderlens/merged_report.hpp"
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/report.hpp"
 #include "loaderlens/series.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <unordered_map>
 
@@ -34,15 +37,38 @@ const ProcessInfo* find_process(const std::vector<ProcessSummary>& processes, st
 
 namespace {
 
-ReportData build_report_data(const Recording& recording, const DiagnosisOptions& options) {
+// "\"VALUE\"" as a one-line message shows it (Recording's own wording).
+std::string quoted(const std::string& value) {
+    return "\"" + one_line(std::string_view(value).substr(0, 60)) +
+           (value.size() > 60 ? "...\"" : "\"");
+}
+
+} // namespace
+
+std::optional<std::int64_t> report_meta_number(const ReportInput& input, const std::string& key) {
+    auto it = input.data.meta.find(key);
+    if (it == input.data.meta.end()) return std::nullopt;
+    const std::string& value = it->second;
+    std::int64_t number = 0;
+    const char* end = value.data() + value.size();
+    if (auto [stop, error] = std::from_chars(value.data(), end, number);
+        error == std::errc{} && stop == end && !value.empty())
+        return number;
+    throw RecordingError(input.path + (input.part.empty() ? "" : ": part " + input.part) +
+                         ": meta " + key + " holds " + quoted(value) +
+                         " where a number belongs (damaged recording?)");
+}
+
+ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
     ReportData r;
-    const RecordingData data = recording.read_all();
-    r.path = recording.path();
+    const RecordingData& data = input.data;
+    r.path = input.path;
+    r.part = input.part;
     r.meta = data.meta;
-    r.end = recording.end();
+    r.end = input.end;
     r.finished = r.end.state == RecordingEnd::State::finished;
-    r.missing_wal = recording.missing_wal();
-    r.start_unix_ns = recording.meta_number("start_unix_ns");
+    r.missing_wal = input.missing_wal;
+    r.start_unix_ns = report_meta_number(input, "start_unix_ns");
     // The real end: no earlier than the last sample, whatever end_ms says.
     r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
                                            std::max<std::int64_t>(0, r.end.last_sample_ms));
@@ -140,7 +166,7 @@ ReportData build_report_data(const Recording& recording, const DiagnosisOptions&
     const auto& stats = data.tier_stats;
     for (const char* tier : {"fast", "rollup", "maps", "cgroup", "residency"}) {
         TierSummary summary{tier};
-        auto nominal = recording.meta_number(std::string("interval_") + tier + "_ms");
+        auto nominal = report_meta_number(input, std::string("interval_") + tier + "_ms");
         if (!nominal) continue; // a recording made before the tier existed
         summary.nominal_ms = *nominal;
         summary.longest_ms = std::max(summary.nominal_ms, longest_tier_interval(stats, tier));
@@ -173,15 +199,17 @@ ReportData build_report_data(const Recording& recording, const DiagnosisOptions&
             r.files_unavailable.push_back(u);
     }
     r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
-    r.residency = summarize_residency(recording, data, r.processes);
+    r.residency = summarize_residency(
+        data, r.processes, report_meta_number(input, "loader.data_file_cached_pages_before"));
     r.diagnosis = diagnose(data, r, options);
     return r;
 }
 
-} // namespace
-
 ReportData build_report(const Recording& recording, const DiagnosisOptions& options) {
-    return build_report_data(recording, options); // Recording's methods throw RecordingError only
+    ReportInput input{
+        recording.path(), {}, recording.read_all(), recording.end(), recording.missing_wal()};
+    if (!input.data.parts.empty()) return build_merged_report(std::move(input), options);
+    return build_report(std::move(input), options);
 }
 
 } // namespace loaderlens

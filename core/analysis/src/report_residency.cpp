@@ -131,6 +131,13 @@ void add_loader_view(FileResidencySummary& s, const std::vector<Timed<CacheResid
 std::vector<FileResidencySummary>
 summarize_residency(const Recording& recording, const RecordingData& data,
                     const std::vector<ProcessSummary>& processes) {
+    return summarize_residency(data, processes,
+                               recording.meta_number("loader.data_file_cached_pages_before"));
+}
+
+std::vector<FileResidencySummary> summarize_residency(const RecordingData& data,
+                                                      const std::vector<ProcessSummary>& processes,
+                                                      Kib cached_before) {
     const LoaderRun& loader = data.loader;
     std::vector<FileResidencySummary> out;
     for (const ResidencyFile& file : data.residency_files)
@@ -177,7 +184,7 @@ summarize_residency(const Recording& recording, const RecordingData& data,
                   [](const auto& a, const auto& b) { return a.process_id < b.process_id; });
         if (data_file.empty() || s.file.path != data_file) continue;
         s.loader_data_file = true;
-        s.cached_before = recording.meta_number("loader.data_file_cached_pages_before");
+        s.cached_before = cached_before;
         add_loader_view(s, cache, mapped, loader, processes);
     }
     return out;

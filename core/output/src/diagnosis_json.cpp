@@ -70,7 +70,8 @@ json finding_json(const Finding& f) {
             {"file", f.file.empty() ? json(nullptr) : json(f.file)},
             {"from_ms", f.from_ms},
             {"to_ms", f.to_ms},
-            {"figure", {{"name", f.figure_name}, {"value", f.figure}, {"unit", f.figure_unit}}}};
+            {"figure", {{"name", f.figure_name}, {"value", f.figure}, {"unit", f.figure_unit}}},
+            {"part", f.part.empty() ? json(nullptr) : json(f.part)}}; // merged recordings
 }
 
 } // namespace

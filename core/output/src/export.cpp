@@ -2,6 +2,7 @@
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"
+#include "loaderlens/merged_report.hpp"
 #include "loaderlens/report.hpp"
 #include "loaderlens/series.hpp"
 #include "residency_json.hpp"
@@ -152,8 +153,9 @@ void export_csv(const Recording& recording, std::ostream& out) {
         // Present pages divided among the tree's sharers: computed, not read (docs/figures.md).
         if (m.pss_kb) csv.row(t, "pagemap-computed", m.process_id, path, "pss", m.pss_kb);
     }
-    // What each scheduler counts, per tick (docs/findings.md): source "scheduler", metric its key.
-    for (const SchedulerView& view : scheduler_series(data))
+    // What each scheduler counts, per tick (docs/findings.md): source "scheduler", metric its key
+    // (of a merged recording: the job's totals, summed over its parts).
+    for (const SchedulerView& view : job_scheduler_series(data, recording.path()))
         for (const SeriesPoint& p : view.points)
             csv.row(p.t_ms, "scheduler", 0, "", view.key.c_str(), p.value);
     for (const auto& [t, s] : data.system) {
@@ -199,6 +201,22 @@ void export_json(const Recording& recording, std::ostream& out) {
     json j;
     const RecordingData data = recording.read_all();
     j["meta"] = data.meta;
+    if (!data.parts.empty()) { // a merged recording: its inputs (docs/merge.md)
+        json& parts = j["parts"] = json::array();
+        for (const RecordingPart& p : data.parts)
+            parts.push_back({{"id", p.id},
+                             {"name", p.name},
+                             {"host", p.host},
+                             {"job", p.job},
+                             {"step", p.step},
+                             {"task", p.task},
+                             {"source", p.source},
+                             {"start_unix_ns", p.start_unix_ns},
+                             {"offset_ms", p.offset_ms},
+                             {"duration_ms", p.duration_ms},
+                             {"end", p.end_state},
+                             {"meta", p.meta}});
+    }
     j["processes"] = json::array();
     for (const auto& p : data.processes)
         j["processes"].push_back(json_util::process_identity(p));
@@ -273,14 +291,15 @@ void export_json(const Recording& recording, std::ostream& out) {
                                     {"shmem", value(s.shmem)},
                                     {"devshm_used", value(s.devshm_used)}});
     j["residency"] = json_util::residency_series(data);
-    // The tree's sums per tick, as the report's peaks and the plots take them (series API).
+    // The tree's sums per tick, as the report's peaks and the plots take them (series API; of a
+    // merged recording, summed over its parts).
     for (const Figure figure : {Figure::rss, Figure::pss, Figure::uss}) {
         json& sums = j["tree"][std::string(to_string(figure))];
         sums = json::array();
-        for (const SeriesPoint& p : loaderlens::series(data, {.figure = figure}).points)
+        for (const SeriesPoint& p : tree_series(data, figure, recording.path()).points)
             sums.push_back({{"t_ms", p.t_ms}, {"kib", value(p.value)}, {"partial", p.partial}});
     }
-    for (const SchedulerView& view : scheduler_series(data)) {
+    for (const SchedulerView& view : job_scheduler_series(data, recording.path())) {
         json& points = j["schedulers"][view.key];
         points = json::array();
         for (const SeriesPoint& p : view.points)

@@ -36,7 +36,8 @@ inline nlohmann::json process_identity(const ProcessInfo& p) {
             {"generation", p.generation >= 0 ? json(p.generation) : json(nullptr)},
             {"birth_ms", p.birth_ms},
             {"exit_ms", optional(p.exit_ms)},
-            {"exit_status", p.exit_status ? json(*p.exit_status) : json(nullptr)}};
+            {"exit_status", p.exit_status ? json(*p.exit_status) : json(nullptr)},
+            {"part", p.part > 0 ? json(p.part) : json(nullptr)}}; // a merged recording's part id
 }
 
 } // namespace loaderlens::json_util

@@ -22,4 +22,6 @@ void append_verdict(std::string& out, const ReportData& r);
 void append_findings(std::string& out, const ReportData& r);
 void append_timelines(std::string& out, const ReportData& r);
 void append_epochs(std::string& out, const ReportData& r);
+// The whole report of a merged recording (report_merged_text.cpp).
+void append_merged(std::string& out, const ReportData& r);
 } // namespace loaderlens

@@ -2,6 +2,7 @@
 #include "diagnosis_json.hpp"
 #include "json_util.hpp"
 #include "loaderlens/report.hpp"
+#include "merged_json.hpp"
 #include "report_format.hpp"
 #include "residency_json.hpp"
 
@@ -170,6 +171,9 @@ std::string render_report_json(const ReportData& r) {
     for (const auto& [tm, u] : r.unavailable)
         out["unavailable"].push_back(
             {{"t_ms", tm}, {"process_id", u.process_id}, {"tier", u.tier}, {"reason", u.reason}});
+    if (!r.part.empty()) out["part"] = r.part; // report --part: one part of a merged recording
+    // A merged recording: its parts and the job's totals (times on the job's axis).
+    out["merged"] = r.merged ? json_util::merged_json(*r.merged) : json(nullptr);
     // comm is cut at 15 bytes (maybe inside a UTF-8 character), paths may be Latin-1:
     // replace bad bytes, never fail the whole output.
     return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

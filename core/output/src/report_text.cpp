@@ -113,7 +113,11 @@ void append_header(std::string& out, const ReportData& r) {
                         : r.end.state == RecordingEnd::State::being_written
                             ? "NOT FINISHED (still being written)"
                             : "NOT FINISHED (cut: the recorder stopped without finishing)";
-    out += fmt::format("loaderlens report: {}\n", r.path);
+    out +=
+        fmt::format("loaderlens report: {}{}\n", r.path,
+                    r.part.empty() ? ""
+                                   : ", part " + r.part +
+                                         " of a merged recording (times on the part's own clock)");
     append_end(out, r);
     out += fmt::format("  command    {}\n", meta(r, "command"));
     out += fmt::format("  host       {} (Linux {}), started {}, {} recorded, {}", meta(r, "host"),
@@ -356,6 +360,10 @@ void append_rest(std::string& out, const ReportData& r) {
 
 std::string render_report_text(const ReportData& r) {
     std::string out;
+    if (r.merged) {
+        append_merged(out, r);
+        return out;
+    }
     append_header(out, r);
     append_verdict(out, r);
     append_totals(out, r);

@@ -2,6 +2,7 @@
 #include "loader_writer.hpp"
 
 #include "recording_tables.hpp"
+#include "row_writer.hpp"
 
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -33,38 +34,57 @@ void LoaderWriter::assign_slot(std::int64_t process_id, const LoaderWorker& w) {
         .run();
 }
 
-void LoaderWriter::write(const LoaderRun& run) {
-    for (const LoaderEpoch& e : run.epochs)
+void LoaderWriter::write_epochs_and_progress(const LoaderRun& run) {
+    for (const LoaderEpoch& e : run.epochs) {
         epoch_.bind(1, std::int64_t{e.epoch})
             .bind(2, std::int64_t{e.generation})
             .bind(3, e.start_ms)
             .bind(4, e.end_ms)
             .bind(5, e.samples)
             .bind(6, e.batches)
-            .bind(7, e.bytes_read)
-            .run();
-    for (const LoaderProgress& p : run.progress)
+            .bind(7, e.bytes_read);
+        bind_part(epoch_, 8, e.part);
+        epoch_.run();
+    }
+    for (const LoaderProgress& p : run.progress) {
         progress_.bind(1, p.t_ms)
             .bind(2, std::int64_t{p.epoch})
             .bind(3, std::int64_t{p.generation})
             .bind(4, p.bytes_read)
             .bind(5, p.distinct_bytes)
-            .bind(6, nlohmann::json(p.worker_distinct_bytes).dump())
-            .run();
+            .bind(6, nlohmann::json(p.worker_distinct_bytes).dump());
+        bind_part(progress_, 7, p.part);
+        progress_.run();
+    }
+}
+
+void LoaderWriter::insert_worker(const LoaderWorker& w, std::int64_t process_id) {
+    worker_.bind(1, std::int64_t{w.worker})
+        .bind(2, std::int64_t{w.generation})
+        .bind(3, std::int64_t{w.epoch})
+        .bind(4, w.pid)
+        .bind(5, w.t_ms);
+    if (process_id)
+        worker_.bind(6, process_id);
+    else
+        worker_.bind_null(6); // not seen by the tracker (yet): reconcile() looks again
+    bind_part(worker_, 7, w.part);
+    worker_.run();
+}
+
+void LoaderWriter::write(const LoaderRun& run) {
+    write_epochs_and_progress(run);
     for (const LoaderWorker& w : run.workers) {
         const std::int64_t process_id = find_process(w.pid, w.t_ms);
-        worker_.bind(1, std::int64_t{w.worker})
-            .bind(2, std::int64_t{w.generation})
-            .bind(3, std::int64_t{w.epoch})
-            .bind(4, w.pid)
-            .bind(5, w.t_ms);
-        if (process_id)
-            worker_.bind(6, process_id);
-        else
-            worker_.bind_null(6); // not seen by the tracker yet: reconcile() looks again
-        worker_.run();
+        insert_worker(w, process_id);
         if (process_id) assign_slot(process_id, w);
     }
+}
+
+void LoaderWriter::copy(const LoaderRun& run) {
+    write_epochs_and_progress(run);
+    for (const LoaderWorker& w : run.workers)
+        insert_worker(w, w.process_id);
 }
 
 void LoaderWriter::reconcile() {

@@ -18,8 +18,13 @@ class LoaderWriter {
     void write(const LoaderRun& events);
     // The run ended: workers not yet matched to a process are matched now.
     void reconcile();
+    // An account read back from a recording (the merge): workers keep the process ids they carry
+    // (already the ids of this file), none is looked up by PID, no process row changes.
+    void copy(const LoaderRun& run);
 
   private:
+    void write_epochs_and_progress(const LoaderRun& run);
+    void insert_worker(const LoaderWorker& worker, std::int64_t process_id);
     // The worker's process row: same PID, born closest to the moment main forked it (a PID can
     // have been reused within the run). 0 when the tracker never saw it.
     std::int64_t find_process(std::int64_t pid, std::int64_t t_ms);

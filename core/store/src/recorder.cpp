@@ -4,6 +4,7 @@
 #include "loader_writer.hpp"
 #include "recording_tables.hpp"
 #include "residency_writer.hpp"
+#include "row_writer.hpp"
 
 #include <array>
 #include <cerrno>
@@ -21,27 +22,6 @@ static_assert(recording_schema_version == recording_tables::schema_version);
 std::string recording_schema_sql() {
     return recording_tables::create_sql();
 }
-
-struct Recorder::Statements {
-    explicit Statements(sql::Database& db)
-        : meta(db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")),
-          insert_process(db.prepare(recording_tables::insert_sql("processes"))),
-          update_process(db.prepare(
-              "UPDATE processes SET ppid=?4, parent_id=?5, comm=?6, cmdline=?7, role=?8, slot=?9, "
-              "generation=?10, birth_ms=?11, exit_ms=?12, exit_status=?13, revision=?14 WHERE "
-              "id=?1 AND pid=?2 AND start_ticks=?3")),
-          fast(db.prepare(recording_tables::insert_sql("fast_samples"))),
-          rollup(db.prepare(recording_tables::insert_sql("rollup_samples"))),
-          object(db.prepare(recording_tables::insert_sql("objects", {"id"}))),
-          map(db.prepare(recording_tables::insert_sql("map_samples"))),
-          cgroup(db.prepare(recording_tables::insert_sql("cgroup_samples"))),
-          system(db.prepare(recording_tables::insert_sql("system_samples"))),
-          marker(db.prepare(recording_tables::insert_sql("markers"))),
-          unavailable(db.prepare(recording_tables::insert_sql("unavailable"))),
-          tier(db.prepare(recording_tables::insert_sql("tier_stats"))) {}
-    sql::Statement meta, insert_process, update_process, fast, rollup, object, map, cgroup, system,
-        marker, unavailable, tier;
-};
 
 namespace {
 
@@ -89,7 +69,7 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
         db_->exec(std::string("BEGIN;") + recording_schema_sql() +
                   "PRAGMA user_version=" + std::to_string(recording_schema_version) + "; COMMIT;");
-        statements_ = std::make_unique<Statements>(*db_);
+        rows_ = std::make_unique<RowWriter>(*db_);
         residency_ = std::make_unique<ResidencyWriter>(*db_);
         loader_ = std::make_unique<LoaderWriter>(*db_, revision_);
         set_meta("format", recording_format);
@@ -98,7 +78,7 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
     } catch (const sql::Error& e) {
         loader_.reset();
         residency_.reset();
-        statements_.reset();
+        rows_.reset();
         db_.reset();
         ::unlink(path.c_str());
         for (std::size_t i = 0; i < sqlite_companions.size(); ++i)
@@ -120,7 +100,7 @@ Recorder::~Recorder() {
     }
     loader_.reset();
     residency_.reset();
-    statements_.reset();
+    rows_.reset();
 }
 
 void Recorder::commit() {
@@ -149,45 +129,29 @@ void Recorder::set_meta(const std::string& key, const std::string& value) {
         db_->exec("BEGIN");
         in_transaction_ = true;
     }
-    statements_->meta.bind(1, key).bind(2, value).run();
+    rows_->meta(key, value);
 }
 
 std::int64_t Recorder::object_id(const MappedObject& object) {
     auto key = std::make_tuple(std::string(to_string(object.kind)), object.path, object.inode);
     if (auto it = objects_.find(key); it != objects_.end()) return it->second;
-    auto& insert = statements_->object;
-    insert.bind(1, std::get<0>(key))
-        .bind(2, object.path)
-        .bind(3, static_cast<std::int64_t>(object.inode));
+    std::optional<std::int64_t> size;
     struct stat st {};
     bool is_file = object.kind == MappingKind::file;
     if (is_file && ::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode)
-        insert.bind(4, static_cast<std::int64_t>(st.st_size));
-    insert.run();
-    std::int64_t id = db_->last_insert_rowid();
+        size = static_cast<std::int64_t>(st.st_size);
+    const std::int64_t id = rows_->object(object.kind, object.path, object.inode, size);
     objects_.emplace(std::move(key), id);
     return id;
 }
 
 void Recorder::write_process(const ProcessInfo& p, bool insert) {
-    auto& s = insert ? statements_->insert_process : statements_->update_process;
-    s.bind(1, p.id)
-        .bind(2, std::int64_t{p.key.pid})
-        .bind(3, static_cast<std::int64_t>(p.key.start_ticks));
-    s.bind(4, std::int64_t{p.ppid}).bind(5, p.parent_id).bind(6, p.comm).bind(7, p.cmdline);
-    s.bind(8, std::string(to_string(p.role)));
-    if (p.role == Role::worker)
-        s.bind(9, std::int64_t{p.slot}).bind(10, std::int64_t{p.generation});
-    s.bind(11, p.birth_ms).bind(12, Kib(p.exit_ms));
-    if (p.exit_status) s.bind(13, std::int64_t{*p.exit_status});
-    s.bind(14, ++revision_); // a reader's cursor sees the row again (Cursor::process_revision)
-    s.run();
+    rows_->process(p, ++revision_, insert);
 }
 
 void Recorder::note_unavailable(std::int64_t t_ms, const Unavailability& problem) {
     if (!noted_.emplace(problem.process_id, problem.tier, problem.reason).second) return;
-    statements_->unavailable.bind(1, t_ms).bind(2, problem.process_id).bind(3, problem.tier);
-    statements_->unavailable.bind(4, problem.reason).run();
+    rows_->unavailable(t_ms, problem);
 }
 
 void Recorder::write(const SampleBatch& b) {
@@ -202,54 +166,24 @@ void Recorder::write(const SampleBatch& b) {
         write_process(p, false);
     for (const auto& p : b.exited)
         write_process(p, false);
-    for (const auto& f : b.fast) {
-        statements_->fast.bind(1, t).bind(2, f.process_id).bind(3, f.rss).bind(4, f.rss_anon);
-        statements_->fast.bind(5, f.rss_file).bind(6, f.rss_shmem).bind(7, f.swap).run();
-    }
-    for (const auto& r : b.rollup) {
-        auto& s = statements_->rollup;
-        s.bind(1, t).bind(2, r.process_id).bind(3, r.rss).bind(4, r.pss).bind(5, r.pss_anon);
-        s.bind(6, r.pss_file).bind(7, r.pss_shmem).bind(8, r.shared_clean).bind(9, r.shared_dirty);
-        s.bind(10, r.private_clean).bind(11, r.private_dirty).bind(12, r.swap).bind(13, r.swap_pss);
-        s.bind(14, r.locked).bind(15, r.age_ms).bind(16, r.pss_computed).run();
-    }
-    for (const auto& m : b.maps) {
-        for (const auto& o : m.objects) {
-            std::int64_t id = object_id(o);
-            auto& s = statements_->map;
-            s.bind(1, t).bind(2, m.process_id).bind(3, id).bind(4, o.size_kb).bind(5, o.rss_kb);
-            s.bind(6, o.pss_kb).bind(7, o.shared_clean_kb).bind(8, o.shared_dirty_kb);
-            s.bind(9, o.private_clean_kb).bind(10, o.private_dirty_kb).bind(11, o.swap_kb).run();
-        }
-    }
+    for (const auto& f : b.fast)
+        rows_->fast(t, f);
+    for (const auto& r : b.rollup)
+        rows_->rollup(t, r);
+    for (const auto& m : b.maps)
+        for (const auto& o : m.objects)
+            rows_->map(t, m.process_id, object_id(o), o);
     residency_->write(t, b.residency);
-    if (b.cgroup) {
-        const auto& c = *b.cgroup;
-        auto& s = statements_->cgroup;
-        s.bind(1, t).bind(2, c.version).bind(3, c.path).bind(4, c.usage).bind(5, c.peak);
-        s.bind(6, c.limit).bind(7, std::int64_t{c.unlimited}).bind(8, c.anon).bind(9, c.file);
-        s.bind(10, c.shmem).bind(11, c.file_mapped).bind(12, c.active_file);
-        s.bind(13, c.inactive_file).bind(14, Kib(c.failcnt)).bind(15, Kib(c.oom_kill)).run();
-    }
-    if (b.system) {
-        const auto& y = *b.system;
-        auto& s = statements_->system;
-        s.bind(1, t).bind(2, y.mem_total).bind(3, y.mem_available).bind(4, y.cached);
-        s.bind(5, y.shmem).bind(6, y.dirty).bind(7, y.devshm_used).bind(8, y.devshm_size);
-        s.bind(9, y.active_file).bind(10, y.inactive_file).bind(11, y.writeback);
-        s.bind(12, y.kreclaimable).run();
-    }
+    if (b.cgroup) rows_->cgroup(t, *b.cgroup);
+    if (b.system) rows_->system(t, *b.system);
     if (!b.loader.empty() || !b.loader.progress.empty() || !b.loader.status.empty())
         write_loader_events(b.loader);
     for (const auto& m : b.markers)
-        statements_->marker.bind(1, m.t_ms).bind(2, m.source).bind(3, m.text).run();
+        rows_->marker(m);
     for (const auto& u : b.unavailable)
         note_unavailable(t, u);
-    for (const auto& ts : b.tier_stats) {
-        auto& s = statements_->tier;
-        s.bind(1, t).bind(2, ts.tier).bind(3, ts.interval_ms).bind(4, ts.cpu_us_per_run);
-        s.bind(5, std::int64_t{ts.processes}).run();
-    }
+    for (const auto& ts : b.tier_stats)
+        rows_->tier(t, ts);
 }
 
 void Recorder::write_loader_events(const LoaderRun& run) {

@@ -259,6 +259,7 @@ RecordingData Recording::read_new(Cursor& cursor) const {
             version.step();
             cursor.data_version = version.int64(0);
             tables_->meta(out);
+            tables_->parts(cursor, out);
             tables_->processes(cursor, out);
             tables_->objects(cursor, out);
             tables_->fast(cursor, out);
@@ -277,6 +278,12 @@ RecordingData Recording::read_new(Cursor& cursor) const {
             throw;
         }
         take_loader_meta(path_, out);
+        // A merged recording's parts keep their loader's config in their meta: checked alike.
+        for (const RecordingPart& part : out.parts) {
+            RecordingData one;
+            one.meta = part.meta;
+            take_loader_meta(path_ + ": part " + part.name, one);
+        }
         return out;
     });
 }
@@ -352,10 +359,24 @@ std::vector<Timed<MappedResidency>> Recording::mapped_residency() const {
 LoaderRun Recording::loader_run() const {
     return read_all().loader;
 }
+std::vector<RecordingPart> Recording::parts() const {
+    return read_recording(path_, [&] {
+        Cursor cursor;
+        RecordingData out;
+        db_->exec("BEGIN");
+        try {
+            tables_->parts(cursor, out);
+            db_->exec("COMMIT");
+        } catch (...) {
+            db_->exec("ROLLBACK");
+            throw;
+        }
+        return std::move(out.parts);
+    });
+}
 
 std::int64_t Recording::last_sample_ms() const {
     return read_recording(path_, [&] {
-        // Each table's runs are written in time order: its last row is its latest (no scan).
         auto q = db_->prepare(
             "SELECT max(t) FROM (SELECT (SELECT t_ms FROM fast_samples ORDER BY rowid DESC LIMIT "
             "1) AS t UNION ALL SELECT (SELECT t_ms FROM rollup_samples ORDER BY rowid DESC LIMIT "

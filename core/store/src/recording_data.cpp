@@ -17,7 +17,7 @@ template <typename T> void move_append(std::vector<T>& to, std::vector<T>& from)
 } // namespace
 
 bool RecordingData::empty() const {
-    return processes.empty() && objects.empty() && fast.empty() && rollup.empty() && maps.empty() &&
+    return parts.empty() && processes.empty() && objects.empty() && fast.empty() && rollup.empty() && maps.empty() &&
            cgroup.empty() && system.empty() && markers.empty() && unavailable.empty() &&
            tier_stats.empty() && residency_files.empty() && cache_residency.empty() &&
            mapped_residency.empty() && loader.epochs.empty() && loader.workers.empty() &&
@@ -26,6 +26,7 @@ bool RecordingData::empty() const {
 
 void RecordingData::append(RecordingData&& newer) {
     if (!newer.meta.empty()) meta = std::move(newer.meta);
+    move_append(parts, newer.parts);
     // Processes come in id order; a changed one replaces its earlier row.
     for (ProcessInfo& p : newer.processes) {
         auto at = std::lower_bound(processes.begin(), processes.end(), p.id,

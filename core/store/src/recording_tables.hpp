@@ -18,8 +18,10 @@ namespace loaderlens::recording_tables {
 // mapped_residency; 4: processes.revision (raised each time a row is written), four
 // system_samples columns, bucket keyframes in the residency tables; 5: mapped_residency's
 // computed PSS and outside sharers, rollup_samples.age_ms (a reading kept while nothing moved);
-// 6: rollup_samples.pss_computed_kb (a composite row: the data files' share from pagemap).
-inline constexpr int schema_version = 6;
+// 6: rollup_samples.pss_computed_kb (a composite row: the data files' share from pagemap);
+// 7: parts and part_meta (a merged recording's inputs), a part column in the tables of processes
+// and of node-wide rows (NULL outside a merged recording).
+inline constexpr int schema_version = 7;
 
 struct Column {
     const char* name;
@@ -52,7 +54,8 @@ inline const std::vector<Table>& all() {
           {"birth_ms", "INTEGER"},
           {"exit_ms", "INTEGER"},
           {"exit_status", "INTEGER"},
-          {"revision", "INTEGER NOT NULL DEFAULT 0", 4}}},
+          {"revision", "INTEGER NOT NULL DEFAULT 0", 4},
+          {"part", "INTEGER", 7}}},
         {"fast_samples",
          1,
          {{"t_ms", "INTEGER NOT NULL"},
@@ -117,7 +120,8 @@ inline const std::vector<Table>& all() {
           {"active_file_kb", "INTEGER"},
           {"inactive_file_kb", "INTEGER"},
           {"failcnt", "INTEGER"},
-          {"oom_kill", "INTEGER"}}},
+          {"oom_kill", "INTEGER"},
+          {"part", "INTEGER", 7}}},
         {"system_samples",
          1,
          {{"t_ms", "INTEGER NOT NULL"},
@@ -131,16 +135,21 @@ inline const std::vector<Table>& all() {
           {"active_file_kb", "INTEGER", 4},
           {"inactive_file_kb", "INTEGER", 4},
           {"writeback_kb", "INTEGER", 4},
-          {"kreclaimable_kb", "INTEGER", 4}}},
+          {"kreclaimable_kb", "INTEGER", 4},
+          {"part", "INTEGER", 7}}},
         {"markers",
          1,
-         {{"t_ms", "INTEGER NOT NULL"}, {"source", "TEXT NOT NULL"}, {"text", "TEXT NOT NULL"}}},
+         {{"t_ms", "INTEGER NOT NULL"},
+          {"source", "TEXT NOT NULL"},
+          {"text", "TEXT NOT NULL"},
+          {"part", "INTEGER", 7}}},
         {"unavailable",
          1,
          {{"t_ms", "INTEGER NOT NULL"},
           {"process_id", "INTEGER NOT NULL"},
           {"tier", "TEXT NOT NULL"},
-          {"reason", "TEXT NOT NULL"}}},
+          {"reason", "TEXT NOT NULL"},
+          {"part", "INTEGER", 7}}},
         {"loader_epochs",
          2,
          {{"epoch", "INTEGER NOT NULL"},
@@ -149,7 +158,8 @@ inline const std::vector<Table>& all() {
           {"end_ms", "INTEGER NOT NULL"},
           {"samples", "INTEGER NOT NULL"},
           {"batches", "INTEGER NOT NULL"},
-          {"bytes_read", "INTEGER NOT NULL"}}},
+          {"bytes_read", "INTEGER NOT NULL"},
+          {"part", "INTEGER", 7}}},
         {"loader_workers",
          2,
          {{"worker", "INTEGER NOT NULL"},
@@ -157,7 +167,8 @@ inline const std::vector<Table>& all() {
           {"epoch", "INTEGER NOT NULL"},
           {"pid", "INTEGER NOT NULL"},
           {"t_ms", "INTEGER NOT NULL"},
-          {"process_id", "INTEGER"}}},
+          {"process_id", "INTEGER"},
+          {"part", "INTEGER", 7}}},
         {"loader_progress",
          3,
          {{"t_ms", "INTEGER NOT NULL"},
@@ -165,7 +176,8 @@ inline const std::vector<Table>& all() {
           {"generation", "INTEGER NOT NULL"},
           {"bytes_read", "INTEGER NOT NULL"},
           {"distinct_bytes", "INTEGER NOT NULL"},
-          {"workers", "TEXT NOT NULL"}}},
+          {"workers", "TEXT NOT NULL"},
+          {"part", "INTEGER", 7}}},
         {"residency_files",
          3,
          {{"id", "INTEGER PRIMARY KEY"},
@@ -179,7 +191,8 @@ inline const std::vector<Table>& all() {
           {"method", "TEXT NOT NULL"},
           {"unavailable_reason", "TEXT"},
           {"requested", "INTEGER NOT NULL"},
-          {"first_ms", "INTEGER NOT NULL"}}},
+          {"first_ms", "INTEGER NOT NULL"},
+          {"part", "INTEGER", 7}}},
         {"cache_residency",
          3,
          {{"t_ms", "INTEGER NOT NULL"},
@@ -208,7 +221,29 @@ inline const std::vector<Table>& all() {
           {"tier", "TEXT NOT NULL"},
           {"interval_ms", "INTEGER NOT NULL"},
           {"cpu_us_per_run", "REAL NOT NULL"},
-          {"processes", "INTEGER NOT NULL"}}},
+          {"processes", "INTEGER NOT NULL"},
+          {"part", "INTEGER", 7}}},
+        // A merged recording's inputs (loaderlens merge): one row each, and each input's own meta.
+        {"parts",
+         7,
+         {{"id", "INTEGER PRIMARY KEY"},
+          {"name", "TEXT NOT NULL"},
+          {"host", "TEXT NOT NULL"},
+          {"slurm_job_id", "TEXT NOT NULL"},
+          {"slurm_step_id", "TEXT NOT NULL"},
+          {"slurm_task_id", "TEXT NOT NULL"},
+          {"source", "TEXT NOT NULL"},
+          {"schema", "INTEGER NOT NULL"},
+          {"start_unix_ns", "INTEGER NOT NULL"},
+          {"offset_ms", "INTEGER NOT NULL"},
+          {"duration_ms", "INTEGER NOT NULL"},
+          {"last_sample_ms", "INTEGER NOT NULL"},
+          {"end_state", "TEXT NOT NULL"}},
+         ", UNIQUE(name)"},
+        {"part_meta",
+         7,
+         {{"part", "INTEGER NOT NULL"}, {"key", "TEXT NOT NULL"}, {"value", "TEXT NOT NULL"}},
+         ", PRIMARY KEY(part, key)"},
     };
     return tables;
 }

@@ -98,6 +98,12 @@ void ResidencyDecoder::files(Cursor& cursor, RecordingData& out) {
         f.unavailable_reason = q.text(10);
         f.requested = q.int64(11) != 0;
         f.first_ms = q.int64(12);
+        const Kib part = q.optional_int64(13); // schema 7, merged recordings only
+        if (part && (*part < 0 || *part > INT32_MAX))
+            throw sql::Error("residency_files row " + std::to_string(f.id) + " holds part " +
+                                 std::to_string(*part),
+                             sql::error_mismatch);
+        f.part = static_cast<int>(part.value_or(0));
         cursor.residency_files[f.id] = f;
         out.residency_files.push_back(std::move(f));
     });

@@ -2,6 +2,7 @@
 #include "residency_writer.hpp"
 
 #include "recording_tables.hpp"
+#include "row_writer.hpp"
 
 #include <bit>
 
@@ -47,7 +48,9 @@ void ResidencyWriter::write(std::int64_t t_ms, const ResidencySample& sample) {
             file_.bind_null(10);
         else
             file_.bind(10, f.unavailable_reason);
-        file_.bind(11, std::int64_t{f.requested}).bind(12, t_ms).run();
+        file_.bind(11, std::int64_t{f.requested}).bind(12, t_ms);
+        bind_part(file_, 13, f.part);
+        file_.run();
     }
     for (const CacheResidency& c : sample.cache) {
         auto& [last_cached, last_evicted] = last_cache_[c.file_id];

@@ -34,6 +34,15 @@ std::int64_t TableReader::last_rowid(const char* table) {
 
 namespace {
 
+// A part id (schema 7; NULL before it and outside a merged recording: 0). A negative or huge one
+// is damage, not an id a merge wrote.
+int part_of(const sql::Statement& q, int column) {
+    const Kib part = q.optional_int64(column);
+    if (part && (*part < 0 || *part > INT32_MAX))
+        throw sql::Error("a part id of " + std::to_string(*part), sql::error_mismatch);
+    return static_cast<int>(part.value_or(0));
+}
+
 ProcessInfo decode_process(const sql::Statement& q) {
     ProcessInfo p;
     p.id = q.int64(1);
@@ -48,6 +57,7 @@ ProcessInfo decode_process(const sql::Statement& q) {
     p.birth_ms = q.int64(11);
     p.exit_ms = q.optional_int64(12);
     if (auto status = q.optional_int64(13)) p.exit_status = static_cast<int>(*status);
+    p.part = part_of(q, 15);
     return p;
 }
 
@@ -132,6 +142,7 @@ void TableReader::cgroup(Cursor& cursor, RecordingData& out) {
         optional_columns(q, 8,
                          {&c.anon, &c.file, &c.shmem, &c.file_mapped, &c.active_file,
                           &c.inactive_file, &c.failcnt, &c.oom_kill});
+        c.part = part_of(q, 16);
         out.cgroup.push_back({q.int64(1), c});
     });
 }
@@ -143,27 +154,71 @@ void TableReader::system(Cursor& cursor, RecordingData& out) {
                          {&s.mem_total, &s.mem_available, &s.cached, &s.shmem, &s.dirty,
                           &s.devshm_used, &s.devshm_size, &s.active_file, &s.inactive_file,
                           &s.writeback, &s.kreclaimable});
+        s.part = part_of(q, 13);
         out.system.push_back({q.int64(1), s});
     });
 }
 
 void TableReader::markers(Cursor& cursor, RecordingData& out) {
     past(cursor, "markers", [&](sql::Statement& q) {
-        out.markers.push_back({q.int64(1), q.text(2), q.text(3)});
+        out.markers.push_back({q.int64(1), q.text(2), q.text(3), part_of(q, 4)});
     });
 }
 
 void TableReader::unavailable(Cursor& cursor, RecordingData& out) {
     past(cursor, "unavailable", [&](sql::Statement& q) {
-        out.unavailable.push_back({q.int64(1), {q.int64(2), q.text(3), q.text(4)}});
+        out.unavailable.push_back({q.int64(1), {q.int64(2), q.text(3), q.text(4), part_of(q, 5)}});
     });
 }
 
 void TableReader::tier_stats(Cursor& cursor, RecordingData& out) {
     past(cursor, "tier_stats", [&](sql::Statement& q) {
         out.tier_stats.push_back(
-            {q.int64(1), {q.text(2), q.int64(3), q.real(4), static_cast<int>(q.int64(5))}});
+            {q.int64(1),
+             {q.text(2), q.int64(3), q.real(4), static_cast<int>(q.int64(5)), part_of(q, 6)}});
     });
+}
+
+// Schema 7: the inputs of a merged recording, each with its own meta (read once: a merge writes
+// them all in the one transaction that creates the file).
+void TableReader::parts(Cursor& cursor, RecordingData& out) {
+    past(cursor, "parts", [&](sql::Statement& q) {
+        RecordingPart part;
+        const std::int64_t id = q.int64(1);
+        part.name = q.text(2);
+        part.host = q.text(3);
+        part.job = q.text(4);
+        part.step = q.text(5);
+        part.task = q.text(6);
+        part.source = q.text(7);
+        part.schema = q.int64(8);
+        part.start_unix_ns = q.int64(9);
+        part.offset_ms = q.int64(10);
+        part.duration_ms = q.int64(11);
+        part.last_sample_ms = q.int64(12);
+        part.end_state = q.text(13);
+        std::string problem;
+        if (id < 1 || id > INT32_MAX)
+            problem = "id " + std::to_string(id);
+        else if (part.name.empty() || part.name.size() > 4096)
+            problem = "a name of " + std::to_string(part.name.size()) + " bytes";
+        else if (part.offset_ms < 0 || part.duration_ms < 0)
+            problem = "offset " + std::to_string(part.offset_ms) + " ms, duration " +
+                      std::to_string(part.duration_ms) + " ms";
+        else if (part.end_state != "finished" && part.end_state != "interrupted" &&
+                 part.end_state != "cut")
+            problem = "end_state \"" + part.end_state.substr(0, 40) + "\"";
+        if (!problem.empty())
+            throw sql::Error("parts row " + std::to_string(q.int64(0)) + " holds " + problem +
+                                 ", which no merge writes",
+                             sql::error_mismatch);
+        part.id = static_cast<int>(id);
+        out.parts.push_back(std::move(part));
+    });
+    for (RecordingPart& part : out.parts)
+        if (part.meta.empty())
+            select("part_meta", "part = ?", part.id, "key",
+                   [&](sql::Statement& q) { part.meta[q.text(2)] = q.text(3); });
 }
 
 void TableReader::meta(RecordingData& out) {
@@ -175,11 +230,13 @@ void TableReader::loader(Cursor& cursor, RecordingData& out) {
     LoaderRun& run = out.loader;
     past(cursor, "loader_epochs", [&](sql::Statement& q) {
         run.epochs.push_back({static_cast<int>(q.int64(1)), static_cast<int>(q.int64(2)),
-                              q.int64(3), q.int64(4), q.int64(5), q.int64(6), q.int64(7)});
+                              q.int64(3), q.int64(4), q.int64(5), q.int64(6), q.int64(7),
+                              part_of(q, 8)});
     });
     past(cursor, "loader_workers", [&](sql::Statement& q) {
         run.workers.push_back({static_cast<int>(q.int64(1)), static_cast<int>(q.int64(2)),
-                               static_cast<int>(q.int64(3)), q.int64(4), q.int64(5)});
+                               static_cast<int>(q.int64(3)), q.int64(4), q.int64(5), part_of(q, 7),
+                               q.optional_int64(6).value_or(0)});
     });
     past(cursor, "loader_progress", [&](sql::Statement& q) {
         LoaderProgress p{q.int64(1),
@@ -187,7 +244,8 @@ void TableReader::loader(Cursor& cursor, RecordingData& out) {
                          static_cast<int>(q.int64(3)),
                          q.int64(4),
                          q.int64(5),
-                         {}};
+                         {},
+                         part_of(q, 7)};
         // One figure per worker, up to 4096 workers, is far below this: a longer text is damage.
         constexpr std::size_t longest_workers = 128 * 1024;
         if (const std::string text = q.text(6); text.size() > longest_workers)

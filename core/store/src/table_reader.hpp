@@ -32,6 +32,7 @@ class TableReader {
     void tier_stats(Cursor& cursor, RecordingData& out);
     void loader(Cursor& cursor, RecordingData& out);
     void meta(RecordingData& out);
+    void parts(Cursor& cursor, RecordingData& out);
     // The highest rowid of `table` now (0 when empty or absent in this schema).
     std::int64_t last_rowid(const char* table);
 

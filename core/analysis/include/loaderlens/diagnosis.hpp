@@ -106,6 +106,8 @@ struct Finding {
     std::string figure_unit; // "KiB", "x", "KiB/epoch"
     // How much memory it explains: among findings of one severity, the larger comes first.
     std::int64_t explains_kb = 0;
+    // In a merged recording's job report: the part (node) it is about; empty otherwise.
+    std::string part;
 };
 
 // A slot's figures over the run in equal time columns (the highest value sampled in each; empty:

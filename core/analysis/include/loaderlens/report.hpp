@@ -7,6 +7,7 @@
 #include "loaderlens/recording.hpp"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -107,8 +108,11 @@ struct TreeTotals {
     int rollup_unreadable = 0; // processes whose PSS/USS could not be read: the sums leave them out
 };
 
+struct MergedReport; // merged_report.hpp
+
 struct ReportData {
     std::string path;
+    std::string part; // a merged recording's part this report is of (report --part), or empty
     std::map<std::string, std::string> meta;
     bool finished = false;
     RecordingEnd end;        // finished, still being written, or cut (and when)
@@ -128,14 +132,40 @@ struct ReportData {
     std::vector<FileResidencySummary> residency;
     LoaderRun loader; // empty unless the run came from `loaderlens replay`
     Diagnosis diagnosis;
+    // A merged recording (`loaderlens merge`): each part's own report and the job's totals. Then
+    // processes, markers and unavailable hold every part's (times on the job's axis), the
+    // diagnosis's schedulers are the job totals and its findings every part's (Finding::part);
+    // files, tiers, residency and the rest of the diagnosis are in the parts' reports only.
+    std::shared_ptr<const MergedReport> merged;
 };
 
-// The residency part of build_report (report_residency.cpp): from `data`, all of `recording`.
+// What a report is built from: a recording's rows (all of them), how it ended, where they came
+// from. A merged recording's part is one too (merged_report.hpp).
+struct ReportInput {
+    std::string path;        // the file
+    std::string part;        // the part of a merged recording, or empty
+    RecordingData data;      // read_all()
+    RecordingEnd end;        // Recording::end(), or the part's
+    std::string missing_wal; // Recording::missing_wal()
+};
+
+// The residency part of build_report (report_residency.cpp): from `data`, all of a recording;
+// `cached_before`: its meta loader.data_file_cached_pages_before.
+std::vector<FileResidencySummary> summarize_residency(const RecordingData& data,
+                                                      const std::vector<ProcessSummary>& processes,
+                                                      Kib cached_before);
+// The same, the figure from `recording`'s meta.
 std::vector<FileResidencySummary> summarize_residency(const Recording& recording,
                                                       const RecordingData& data,
                                                       const std::vector<ProcessSummary>& processes);
 
+// The report of a recording; of a merged one, the job's (ReportData::merged).
 ReportData build_report(const Recording& recording, const DiagnosisOptions& options = {});
+// The report of rows already read (a merged recording's part). A meta value that should be a
+// number and is not is a RecordingError naming input.path (and the part).
+ReportData build_report(ReportInput input, const DiagnosisOptions& options = {});
+// A meta value that holds a number (nullopt: absent), as Recording::meta_number says it.
+std::optional<std::int64_t> report_meta_number(const ReportInput& input, const std::string& key);
 // The diagnosis of `data` (all of a recording), whose report is `report` (diagnosis.cpp).
 Diagnosis diagnose(const RecordingData& data, const ReportData& report,
                    const DiagnosisOptions& options);

@@ -17,6 +17,7 @@ struct LoaderEpoch {
     std::int64_t start_ms = 0, end_ms = 0;
     std::int64_t samples = 0, batches = 0;
     std::int64_t bytes_read = 0; // bytes the loader took from the dataset
+    int part = 0;                // its node's part in a merged recording (schema 7); else 0
     // In double: stored extremes (a damaged recording) must not overflow int64.
     double seconds() const {
         return (static_cast<double>(end_ms) - static_cast<double>(start_ms)) / 1000.0;
@@ -31,6 +32,9 @@ struct LoaderWorker {
     int epoch = 0; // the epoch it was forked for
     std::int64_t pid = 0;
     std::int64_t t_ms = 0; // when main forked it
+    int part = 0;          // its node's part in a merged recording (schema 7); else 0
+    // Its process row (processes.id) as stored; 0: not matched (yet), or not read back.
+    std::int64_t process_id = 0;
 };
 
 // How far the loader's reading had come at a moment: what its workers had finished reading (a
@@ -44,6 +48,7 @@ struct LoaderProgress {
     std::int64_t bytes_read = 0;                     // since the run started, repeats included
     std::int64_t distinct_bytes = 0;                 // records read at least once, x record size
     std::vector<std::int64_t> worker_distinct_bytes; // by worker id, for its current process
+    int part = 0; // its node's part in a merged recording (schema 7); else 0
 };
 
 struct LoaderRun {

@@ -51,6 +51,7 @@ struct ResidencyFile {
     std::string unavailable_reason; // why the page cache cannot be read, when method is unavailable
     bool requested = false;         // given with --file (followed even if no process maps it)
     std::int64_t first_ms = 0;      // recording clock: when the residency tier first saw it
+    int part = 0;                   // the node's part in a merged recording (schema 7); else 0
     // A requested file the recorder could not open is stored with inode 0 (no real file has
     // it): its size, device and inode are unknown, not 0.
     bool identified() const { return inode != 0; }

@@ -58,6 +58,8 @@ struct ProcessInfo {
     std::int64_t birth_ms = 0;           // recording clock (ms since recording start)
     std::optional<std::int64_t> exit_ms; // when the tracker saw it gone
     std::optional<int> exit_status;      // wait status when known (our child, or seen as zombie)
+    // The input recording it came from, in a merged recording (parts.id, schema 7); 0 otherwise.
+    int part = 0;
 };
 
 // How reports name a process: "worker 3 (gen 1)", "main", "helper".
@@ -119,6 +121,7 @@ struct CgroupSample {
     Kib active_file, inactive_file;
     std::optional<std::int64_t> failcnt;  // v1 memory.failcnt
     std::optional<std::int64_t> oom_kill; // v2 memory.events / v1 memory.oom_control
+    int part = 0; // the node's part in a merged recording (schema 7); 0 otherwise
 };
 
 // System-wide figures: /proc/meminfo and statvfs(/dev/shm).
@@ -128,12 +131,14 @@ struct SystemSample {
     // Schema 4: the page cache's two LRU lists, pages being written back, reclaimable kernel
     // memory.
     Kib active_file, inactive_file, writeback, kreclaimable;
+    int part = 0; // the node's part in a merged recording (schema 7); 0 otherwise
 };
 
 struct Marker {
     std::int64_t t_ms = 0;
     std::string source; // "env-file", "loader", "recorder"
     std::string text;
+    int part = 0; // the part it was marked in, in a merged recording (schema 7); 0 otherwise
 };
 
 // Why a figure is missing for a process in a tier (stored once per change).
@@ -141,6 +146,7 @@ struct Unavailability {
     std::int64_t process_id = 0; // 0 = not process-specific (cgroup, system)
     std::string tier;
     std::string reason;
+    int part = 0; // in a merged recording (schema 7); 0 otherwise
 };
 
 // What a tier cost and which interval it ran at (the adaptive budget's decisions).
@@ -149,6 +155,7 @@ struct TierStat {
     std::int64_t interval_ms = 0;
     double cpu_us_per_run = 0;
     int processes = 0;
+    int part = 0; // in a merged recording (schema 7); 0 otherwise
 };
 
 } // namespace loaderlens

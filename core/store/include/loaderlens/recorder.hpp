@@ -17,11 +17,12 @@
 namespace loaderlens {
 
 // The schema this loaderlens writes (history: docs/recording.md).
-inline constexpr int recording_schema_version = 6;
+inline constexpr int recording_schema_version = 7;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 class ResidencyWriter;
 class LoaderWriter;
+class RowWriter;
 
 struct RecorderError : std::runtime_error {
     explicit RecorderError(const std::string& what, bool no_room = false)
@@ -56,7 +57,6 @@ class Recorder {
     const std::string& path() const { return path_; }
 
   private:
-    struct Statements;
     std::int64_t object_id(const MappedObject& object);
     void note_unavailable(std::int64_t t_ms, const Unavailability& problem);
     void write_process(const ProcessInfo& info, bool insert);
@@ -64,7 +64,7 @@ class Recorder {
 
     std::string path_;
     std::unique_ptr<sql::Database> db_;
-    std::unique_ptr<Statements> statements_;
+    std::unique_ptr<RowWriter> rows_;
     std::unique_ptr<ResidencyWriter> residency_;
     std::unique_ptr<LoaderWriter> loader_;
     std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;

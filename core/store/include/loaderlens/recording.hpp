@@ -100,6 +100,9 @@ class Recording {
     std::vector<Timed<MappedResidency>> mapped_residency() const;
     // What the reference loader reported (empty unless the run came from `loaderlens replay`).
     LoaderRun loader_run() const;
+    // A merged recording's inputs (`loaderlens merge`, schema 7), in id order; empty for any
+    // other recording.
+    std::vector<RecordingPart> parts() const;
     // The last time any sample was taken (ms since start), -1 for an empty recording.
     std::int64_t last_sample_ms() const;
     std::int64_t schema() const { return schema_; }

@@ -33,9 +33,29 @@ struct MapRow {
     MappedObject figures; // kind/path/inode left empty: see objects
 };
 
+// One input of a merged recording (`loaderlens merge`, schema 7): a node's (or a step's, a
+// task's) recording. Its rows carry its id (ProcessInfo::part, ...) and their times are shifted by
+// offset_ms onto the job's time axis, which starts at the earliest input's wall-clock start.
+struct RecordingPart {
+    int id = 0;       // 1, 2, ... in start order
+    std::string name; // the host, with .stepS / .taskT (or .N) only where needed to tell apart
+    std::string host; // meta host
+    std::string job, step, task; // meta slurm_job_id, slurm_step_id, slurm_procid ("" if none)
+    std::string source;          // the input file as given to merge
+    std::int64_t schema = 0;     // the input's schema
+    std::int64_t start_unix_ns = 0;
+    std::int64_t offset_ms = 0;              // (start_unix_ns - the earliest input's) / 1e6
+    std::int64_t duration_ms = 0;            // its own: end_ms, never earlier than its last sample
+    std::int64_t last_sample_ms = -1;        // on its own clock; -1: no sample
+    std::string end_state;                   // finished, interrupted, or cut
+    std::map<std::string, std::string> meta; // the input's own meta table
+};
+
 struct RecordingData {
     // The whole meta table, when it changed (a live reader gets it again at each change).
     std::map<std::string, std::string> meta;
+    // A merged recording's inputs (empty for any other recording).
+    std::vector<RecordingPart> parts;
     // Processes born or changed (exit, role, slot, rename) since the cursor, by id, in id order.
     std::vector<ProcessInfo> processes;
     std::vector<ObjectInfo> objects;

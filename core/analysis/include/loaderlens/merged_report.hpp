@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// The report of a merged recording (`loaderlens merge`, docs/merge.md): each part's ordinary
+// report, built from that part's rows alone on its own clock, and the job's totals: for each
+// scheduler view, the sum over the parts of the view's value at each tick of any part, on the
+// job's time axis (a part counts with its latest value at or before the tick while the tick is
+// within its run, and not at all outside it), its peak, the part that peaked first and the part
+// with the highest peak. SLURM and Kubernetes enforce their limits per node (per step on a node,
+// per pod): the totals are what the job holds across its nodes, never held against a limit.
+#pragma once
+
+#include "loaderlens/report.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loaderlens {
+
+struct PartReport {
+    RecordingPart part;
+    ReportData report; // on the part's own clock: add part.offset_ms for the job's axis
+};
+
+struct JobTotal {
+    // key, name, counts, source, at_limit as the parts' view; points: the sums (job's axis),
+    // partial where a part in its run had no value; peak, peak_ms; no limit, no recorder share.
+    SchedulerView view;
+    std::string first_peak_part; // the part whose own peak came first on the job's axis
+    std::int64_t first_peak_ms = 0;
+    std::string highest_part; // the part with the highest own peak (the first of equal ones)
+    Kib highest_kb;
+};
+
+struct MergedReport {
+    std::vector<PartReport> parts; // in start order
+    std::vector<JobTotal> totals;  // one per scheduler view, in the views' order
+    // The part named `name`, or null.
+    const PartReport* part(const std::string& name) const;
+};
+
+// One part's series on the job's time axis, and the span of its run.
+struct PartSeries {
+    std::vector<SeriesPoint> points; // in time order
+    std::int64_t from_ms = 0, to_ms = 0;
+};
+
+// Σ over the parts at each tick of any part (see above); a tick where every part in its run had
+// no value has no value.
+std::vector<SeriesPoint> aligned_sum(const std::vector<PartSeries>& parts);
+
+// Each part's rows of a merged recording's, times back on the part's own clock, with its meta.
+// Rows that name a part the recording does not hold are damage: RecordingError naming `path`.
+std::vector<std::pair<RecordingPart, RecordingData>> split_parts(const RecordingData& merged,
+                                                                 const std::string& path);
+
+// The job's report of a merged recording read whole (build_report(Recording) calls this when the
+// recording has parts).
+ReportData build_merged_report(ReportInput merged, const DiagnosisOptions& options = {});
+
+// The job totals of the scheduler views over `parts`, each with its own views (on its own
+// clock) and its part (for the offset and the run).
+std::vector<JobTotal> job_totals(
+    const std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>>& parts);
+// The scheduler views' series for the export: scheduler_series() of an ordinary recording; of a
+// merged one, the job totals (`path` names it in a RecordingError).
+std::vector<SchedulerView> job_scheduler_series(const RecordingData& data, const std::string& path);
+// A figure summed over the tree per tick: series() of an ordinary recording; of a merged one,
+// the sum over its parts as above.
+Series tree_series(const RecordingData& data, Figure figure, const std::string& path);
+
+} // namespace loaderlens
