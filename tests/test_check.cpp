@@ -3,6 +3,7 @@
 // asked for (a data file of known size mapped and touched by every worker, so much anonymous
 // memory written per worker), with limits just above and just below; exit statuses 0/3/4/2;
 // JUnit read back by Python's own XML parser; bad budget files named at file:line:key.
+#include "precondition.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
 
@@ -273,6 +274,45 @@ BOOST_AUTO_TEST_CASE(bad_budget_files_are_one_line_naming_file_line_and_key) {
                       w.dir.file("no/such/dir/out.xml"), w.recording});
     BOOST_CHECK_EQUAL(junit.exit_code, 2);
     BOOST_CHECK_EQUAL(lines_of(junit.err).size(), 1u);
+}
+
+// The "done when": `check --budget resources/budgets/example.toml -- python train.py`
+// with real PyTorch (user report 000's setup: 5 workers over a 62.5 MiB np.load(mmap) file,
+// re-forked each epoch): the example passes; with SLURM's Σ RSS budget lowered to 256 MiB, below
+// what five workers that each import torch (~90 MiB of its own) must hold, it fails with exit 3
+// and JUnit names that rule, and only that one.
+BOOST_AUTO_TEST_CASE(example_budget_with_a_real_pytorch_dataloader, *LOADERLENS_MAY_SKIP) {
+    const std::string python = "/usr/bin/python3";
+    if (!precondition(run({python, "-c", "import torch, numpy"}).exit_code == 0,
+                      "python3-torch is not installed (" + python + ")", InCi::must_have))
+        return;
+    TempDir dir;
+    const std::string data = dir.file("x_data.npy");
+    mkdata({"npy", data, "--count", "4000", "--shape", "4096", "--dtype", "f4"});
+    const std::string resources = std::string(LOADERLENS_FIXTURES_DIR) + "/../../resources/budgets";
+    const std::string script = std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/seed000_mmap.py";
+    auto check = [&](const std::string& budget, const std::string& junit) {
+        return run({cli_path(), "check", "--budget", budget, "--junit", junit, "-q", "-o",
+                    dir.file("run.db"), "--force", "--", python, script, data, "3", "0.03"},
+                   std::chrono::seconds(180));
+    };
+    auto example = check(resources + "/example.toml", dir.file("example.xml"));
+    BOOST_TEST_INFO(example.out + example.err);
+    BOOST_CHECK_EQUAL(example.exit_code, 0);
+    BOOST_CHECK_EQUAL(junit_cases(dir.file("example.xml")).at(0), "16 0 0");
+
+    std::ifstream in(resources + "/example.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string rule = "slurm_linux = \"24GiB\"";
+    BOOST_REQUIRE(text.find(rule) != std::string::npos);
+    text.replace(text.find(rule), rule.size(), "slurm_linux = \"256MiB\"");
+    write_text(dir.file("tight.toml"), text);
+    auto tight = check(dir.file("tight.toml"), dir.file("tight.xml"));
+    BOOST_TEST_INFO(tight.out + tight.err);
+    BOOST_CHECK_EQUAL(tight.exit_code, 3);
+    const auto cases = junit_cases(dir.file("tight.xml"));
+    BOOST_CHECK_EQUAL(cases.at(0), "16 1 0");
+    BOOST_CHECK_EQUAL(state_of(cases, "slurm_linux peak"), "failure");
 }
 
 BOOST_AUTO_TEST_CASE(the_example_budgets_in_resources_parse) {

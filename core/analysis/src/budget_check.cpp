@@ -66,6 +66,9 @@ std::int64_t warmup_of(const ReportData& report, const Budget& budget, std::stri
                    ": every figure is left out";
         }
     }
+    if (warmup > report.duration_ms && budget.warmup_ms > 0 && warmup == budget.warmup_ms)
+        said += " (longer than the run, " + budget_rules::seconds(report.duration_ms) +
+                ": every figure is left out)";
     if (note) *note = said.empty() ? "none" : said;
     return warmup;
 }

@@ -113,12 +113,37 @@ FilePeaks file_peaks(const RecordingData& data,
         if (rss) offer(out.rss, *rss, t);
         if (pss) offer(out.pss, *pss, t);
     }
-    out.rss.where = out.pss.where = joined(mapped);
-
     std::unordered_map<std::int64_t, const ResidencyFile*> files;
     for (const ResidencyFile& f : data.residency_files)
-        if (f.identified() && f.method != CacheMethod::unavailable && matches(f.path))
-            files[f.id] = &f;
+        if (f.identified() && matches(f.path)) files[f.id] = &f;
+    // The residency tier reads each process's present pages of the followed files from pagemap
+    // at 1 Hz, the maps tier smaps only every 5 s: a short run may have no maps sample after
+    // the warm-up. Both are the file's RSS in a process; the higher peak of the two stands.
+    const auto& present = data.mapped_residency;
+    for (std::size_t i = 0; i < present.size();) {
+        const std::int64_t t = present[i].t_ms;
+        std::optional<std::int64_t> rss, pss;
+        for (; i < present.size() && present[i].t_ms == t; ++i) {
+            const MappedResidency& m = present[i].sample;
+            auto it = files.find(m.file_id);
+            if (it == files.end() || t < from_ms) continue;
+            mapped.push_back(it->second->path);
+            const std::int64_t kb = m.present_pages * it->second->page_size / 1024;
+            rss = rss.value_or(0) + kb;
+            if (m.pss_kb) pss = pss.value_or(0) + *m.pss_kb;
+            if (!out.process_rss.kb || kb > *out.process_rss.kb) {
+                offer(out.process_rss, kb, t);
+                out.process_rss.process_id = m.process_id;
+                out.process_rss.where = it->second->path;
+            }
+        }
+        if (rss) offer(out.rss, *rss, t);
+        if (pss) offer(out.pss, *pss, t);
+    }
+    out.rss.where = out.pss.where = joined(mapped);
+
+    std::erase_if(
+        files, [](const auto& entry) { return entry.second->method == CacheMethod::unavailable; });
     std::vector<std::string> cached;
     const auto& cache = data.cache_residency;
     for (std::size_t i = 0; i < cache.size();) {

@@ -36,8 +36,9 @@ struct TimedPeak {
 struct FilePeaks {
     TimedPeak rss, pss, process_rss, cached;
 };
-// Σ RSS and Σ PSS over the tree of the mapped files `matches` takes, per maps tick; the most one
-// process held; their page cache per residency tick. Ticks before `from_ms` are left out.
+// Σ RSS and Σ PSS over the tree of the mapped files `matches` takes, per maps tick (smaps) and
+// per residency tick (pagemap, for followed files), the higher of the two; the most one process
+// held; their page cache per residency tick. Ticks before `from_ms` are left out.
 FilePeaks file_peaks(const RecordingData& data,
                      const std::function<bool(const std::string&)>& matches, std::int64_t from_ms);
 
