@@ -5,12 +5,14 @@
 #include "budget_file.hpp"
 #include "commands.hpp"
 #include "loaderlens/check_report.hpp"
+#include "loaderlens/merged_report.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
 #include "output_file.hpp"
 #include "output_name.hpp"
 #include "replay_command.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -49,28 +51,75 @@ std::optional<DiagnosisOptions> diagnosis_options(const std::string& mem_limit,
     return options;
 }
 
+// A recording as the rules see it: each part of a merged one on its own (a node's limit is its
+// own), else the whole.
+struct Checked {
+    std::string part; // empty: not merged
+    RecordingData data;
+    const ReportData* report = nullptr;
+};
+
+std::vector<Checked> checked_parts(const Recording& recording, const ReportData& report) {
+    std::vector<Checked> out;
+    if (!report.merged) {
+        out.push_back({"", recording.read_all(), &report});
+        return out;
+    }
+    for (auto& [part, data] : split_parts(recording.read_all(), recording.path()))
+        if (const PartReport* p = report.merged->part(part.name))
+            out.push_back({part.name, std::move(data), &p->report});
+    return out;
+}
+
+// The baseline rules of one part: against the baseline's part of the same name (the same node).
+void compare_part(const Checked& c, const std::vector<Checked>& base_parts, const Budget& budget,
+                  double tolerance, CheckOutcome& outcome) {
+    auto same = std::find_if(base_parts.begin(), base_parts.end(),
+                             [&](const Checked& b) { return b.part == c.part; });
+    if (same == base_parts.end()) {
+        RuleResult missing{.group = "baseline", .name = "part in the baseline"};
+        missing.status = RuleStatus::unavailable;
+        missing.measured = "unavailable";
+        missing.detail = "the baseline has no part " + (c.part.empty() ? "(it is merged)" : c.part);
+        outcome.rules.push_back(std::move(missing));
+        return;
+    }
+    const std::int64_t base_warmup = warmup_of(*same->report, budget, nullptr);
+    for (RuleResult& r :
+         compare_to_baseline(c.data, *c.report, outcome.warmup_ms, same->data, *same->report,
+                             base_warmup, tolerance, budget.min_change_kb))
+        outcome.rules.push_back(std::move(r));
+}
+
 // Reads both recordings and evaluates; throws RecordingError.
 Evaluated evaluate(const std::string& path, const CheckOptions& o, const Budget& budget,
                    const DiagnosisOptions& options, double tolerance) {
     Evaluated e;
     Recording recording(path);
     const ReportData report = build_report(recording, options);
-    const RecordingData data = recording.read_all();
     e.run.recording = path;
     e.run.budget_file = o.budget;
     e.run.baseline = o.baseline;
     e.run.skip_unavailable = budget.skip_unavailable;
     e.run.duration_ms = report.duration_ms;
-    e.run.outcome = check_budget(data, report, budget);
+    std::optional<Recording> base;
+    std::optional<ReportData> base_report;
+    std::vector<Checked> base_parts;
     if (!o.baseline.empty()) {
-        Recording base(o.baseline);
-        const ReportData base_report = build_report(base, options);
-        const RecordingData base_data = base.read_all();
-        const std::int64_t base_warmup = warmup_of(base_report, budget, nullptr);
-        for (RuleResult& r :
-             compare_to_baseline(data, report, e.run.outcome.warmup_ms, base_data, base_report,
-                                 base_warmup, tolerance, budget.min_change_kb))
+        base.emplace(o.baseline);
+        base_report = build_report(*base, options);
+        base_parts = checked_parts(*base, *base_report);
+    }
+    for (const Checked& c : checked_parts(recording, report)) {
+        CheckOutcome outcome = check_budget(c.data, *c.report, budget);
+        if (base) compare_part(c, base_parts, budget, tolerance, outcome);
+        for (RuleResult& r : outcome.rules) {
+            if (!c.part.empty()) r.name = c.part + ": " + r.name;
             e.run.outcome.rules.push_back(std::move(r));
+        }
+        e.run.outcome.warmup_ms = outcome.warmup_ms;
+        const std::string note = (c.part.empty() ? "" : c.part + ": ") + outcome.warmup_note;
+        e.run.outcome.warmup_note += (e.run.outcome.warmup_note.empty() ? "" : "; ") + note;
     }
     e.failed = e.run.outcome.failed(budget.skip_unavailable);
     return e;

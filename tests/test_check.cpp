@@ -62,16 +62,16 @@ double mib_on(const std::string& out, const std::string& name) {
 }
 
 // A recording of the test workload: 2 workers each map and touch a 16 MiB file and write
-// 24 MiB of anonymous memory, held 2.5 s.
+// `anon_mib` (24) MiB of anonymous memory, held 2.5 s.
 struct WorkloadRun {
     TempDir dir;
     std::string data = dir.file("data.bin");
     std::string recording = dir.file("run.db");
-    WorkloadRun() {
+    explicit WorkloadRun(long anon_mib = 24) {
         make_file(data, 16 << 20);
         std::vector<std::string> argv{cli_path(),   "record",       "-q",         "-o", recording,
                                       "--interval", "rollup=250ms", "maps=500ms", "--"};
-        for (const std::string& word : workload(data, 2, 24, 1, 2500))
+        for (const std::string& word : workload(data, 2, anon_mib, 1, 2500))
             argv.push_back(word);
         auto result = run(argv);
         BOOST_REQUIRE_MESSAGE(result.exit_code == 0, "record failed: " + result.err);
@@ -313,6 +313,30 @@ BOOST_AUTO_TEST_CASE(example_budget_with_a_real_pytorch_dataloader, *LOADERLENS_
     const auto cases = junit_cases(dir.file("tight.xml"));
     BOOST_CHECK_EQUAL(cases.at(0), "16 1 0");
     BOOST_CHECK_EQUAL(state_of(cases, "slurm_linux peak"), "failure");
+}
+
+// A merged recording (two nodes' files) is checked node by node: each part against the budget
+// on its own, its rules named after it.
+BOOST_AUTO_TEST_CASE(a_merged_recording_is_checked_part_by_part) {
+    WorkloadRun big(24), small(4);
+    const std::string merged = big.dir.file("job.db"), budget = big.dir.file("b.toml");
+    auto merge = run({cli_path(), "merge", "-q", big.recording, small.recording, "-o", merged});
+    BOOST_REQUIRE_MESSAGE(merge.exit_code == 0, merge.err);
+    // Each worker: 16 MiB of the file + 24 (or 4) MiB written.
+    write_text(budget, "[[process]]\nrole = \"worker\"\nrss = \"32MiB\"\n");
+    auto result = run({cli_path(), "check", "--budget", budget, merged});
+    BOOST_TEST_INFO(result.out + result.err);
+    BOOST_CHECK_EQUAL(result.exit_code, 3);
+    std::vector<std::string> rules;
+    for (const std::string& line : lines_of(result.out))
+        if (line.find(": worker rss") != std::string::npos) rules.push_back(line.substr(0, 4));
+    // The parts are in start order: the big run was recorded first.
+    BOOST_CHECK_EQUAL(rules.size(), 2u);
+    BOOST_CHECK(rules == (std::vector<std::string>{"FAIL", "PASS"}));
+    // Against itself as the baseline, part by part: every figure passes.
+    auto same = run({cli_path(), "check", "--baseline", merged, merged});
+    BOOST_TEST_INFO(same.out + same.err);
+    BOOST_CHECK_EQUAL(same.exit_code, 0);
 }
 
 BOOST_AUTO_TEST_CASE(the_example_budgets_in_resources_parse) {
