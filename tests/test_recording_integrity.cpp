@@ -212,14 +212,14 @@ BOOST_AUTO_TEST_CASE(a_copy_without_its_wal_that_has_data_is_reported_with_a_war
                   0);
     // What a killed recorder leaves after SQLite checkpointed part of its WAL: the main file in
     // WAL mode with data, and newer rows (here one marker) only in FILE-wal.
-    const auto writer =
-        run({python, "-c",
-             "import os, sqlite3, sys\n"
-             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-             "c.execute('PRAGMA journal_mode=WAL')\n"
-             "c.execute(\"INSERT INTO markers VALUES(100, 'test', 'in the wal')\")\n"
-             "os._exit(0)\n",
-             out});
+    const auto writer = run({python, "-c",
+                             "import os, sqlite3, sys\n"
+                             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                             "c.execute('PRAGMA journal_mode=WAL')\n"
+                             "c.execute(\"INSERT INTO markers(t_ms, source, text) VALUES(100, "
+                             "'test', 'in the wal')\")\n"
+                             "os._exit(0)\n",
+                             out});
     BOOST_REQUIRE_MESSAGE(writer.exit_code == 0, writer.err);
     BOOST_REQUIRE(fs::exists(out + "-wal"));
     const std::string alone = copy_recording(out, dir.path() / "alone", {});

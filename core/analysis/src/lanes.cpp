@@ -9,15 +9,16 @@ namespace loaderlens {
 
 Lanes lanes(const RecordingData& data) {
     Lanes out;
-    std::map<int, WorkerLane> slots;
+    std::map<std::pair<int, int>, WorkerLane> slots; // by (part, slot)
     std::unordered_map<std::int64_t, const ProcessInfo*> by_id;
     for (const ProcessInfo& p : data.processes) {
         by_id[p.id] = &p;
         LaneProcess lane{p.id,       p.key.pid, p.role == Role::worker ? p.generation : -1,
                          p.birth_ms, p.exit_ms, p.exit_status};
         if (p.role == Role::worker && p.slot >= 0) {
-            WorkerLane& slot = slots[p.slot];
+            WorkerLane& slot = slots[{p.part, p.slot}];
             slot.slot = p.slot;
+            slot.part = p.part;
             slot.generations.push_back(lane);
         } else if (p.role == Role::main) {
             out.mains.push_back(lane);
@@ -25,7 +26,7 @@ Lanes lanes(const RecordingData& data) {
             out.helpers.push_back(lane);
         }
     }
-    for (auto& [slot, lane] : slots) {
+    for (auto& [key, lane] : slots) {
         std::sort(lane.generations.begin(), lane.generations.end(),
                   [](const LaneProcess& a, const LaneProcess& b) {
                       return std::tie(a.generation, a.birth_ms) <

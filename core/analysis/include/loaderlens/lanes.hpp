@@ -24,6 +24,7 @@ struct LaneProcess {
 
 struct WorkerLane {
     int slot = 0;
+    int part = 0; // a merged recording's part (node): two nodes' slot 0 are two lanes
     std::vector<LaneProcess> generations; // in generation order
 };
 
@@ -45,7 +46,7 @@ struct TierInterval {
 
 struct Lanes {
     std::vector<LaneProcess> mains;
-    std::vector<WorkerLane> workers; // in slot order
+    std::vector<WorkerLane> workers; // in (part, slot) order
     std::vector<LaneProcess> helpers;
     std::vector<Marker> markers;
     std::vector<UnavailableSpan> unavailable;
