@@ -284,6 +284,8 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
         if conf_extra is not None:
             self.conf_extra = conf_extra
         self.write_conf()
+        slurmd_log = self.path("log", "slurmd.log")
+        before = os.path.getsize(slurmd_log)
         self.run(["scontrol", "reconfigure"])
 
         def applied():
@@ -291,6 +293,15 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             m = re.search(r"^JobAcctGatherParams\s*=\s*(\S+)", p.stdout, re.M)
             return m is not None and m.group(1) == self.acct_params
         self.poll(f"JobAcctGatherParams={self.acct_params} in slurmctld", applied, timeout=30)
+        # slurmctld forwards the request to slurmd asynchronously, and a step's slurmstepd gets
+        # slurmd's configuration: wait for slurmd to log its rereading (with no step running,
+        # nothing else writes to its log; 3 ms after slurmctld here). Not fatal: a test that
+        # depends on the change checks its effect.
+        try:
+            self.poll("slurmd to reread slurm.conf", lambda: os.path.getsize(slurmd_log) > before,
+                      timeout=10, interval=0.05)
+        except RuntimeError as e:
+            log(f"reconfigure: {e}")
         self.poll("the node to be idle", self.node_idle, timeout=30)
 
     def node_idle(self):
