@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -42,6 +43,13 @@ QString lane_name(const LaneKey& key) {
     case LaneKey::Kind::helpers:
         return "helpers";
     }
+    return {};
+}
+
+// In a merged recording a lane is one node's: its name says which ("node2 · worker slot 0").
+QString part_prefix(const RecordingData& data, int part) {
+    for (const RecordingPart& p : data.parts)
+        if (p.id == part) return QString::fromStdString(p.name) + " · ";
     return {};
 }
 
@@ -92,20 +100,36 @@ int WorkersView::columns() const {
 }
 
 void WorkersView::rebuild_lanes() {
+    // Lanes by (part, slot): a merged recording's nodes each have their own slot 0, main and
+    // helpers (part 0 in any other recording).
     std::vector<LaneKey> keys;
-    std::set<int> slot_numbers;
+    std::set<std::pair<int, int>> part_slots;
+    std::set<int> parts{0};
     for (const WorkerLane& lane : document().lanes().workers)
-        slot_numbers.insert(lane.slot);
-    for (const LaneKey& key : document().store().lanes())
-        if (key.kind == LaneKey::Kind::worker) slot_numbers.insert(key.slot);
-    for (int slot : slot_numbers)
-        keys.push_back(LaneKey::worker(slot));
-    if (!document().lanes().mains.empty() ||
-        !document().store().points(LaneKey::main_lane(), Figure::rss).empty())
-        keys.push_back(LaneKey::main_lane());
-    if (!document().lanes().helpers.empty() ||
-        !document().store().points(LaneKey::helper_lane(), Figure::rss).empty())
-        keys.push_back(LaneKey::helper_lane());
+        part_slots.insert({lane.part, lane.slot});
+    for (const LaneKey& key : document().store().lanes()) {
+        if (key.kind == LaneKey::Kind::worker) part_slots.insert({key.part, key.slot});
+        parts.insert(key.part);
+    }
+    for (const RecordingPart& part : document().data().parts)
+        parts.insert(part.id);
+    for (const auto& [part, slot] : part_slots)
+        keys.push_back(LaneKey::worker(slot, part));
+    auto has_role = [&](Role role, int part) {
+        for (const auto& [id, p] : document().processes())
+            if (p.part == part &&
+                (p.role == role || (role == Role::helper && p.role == Role::worker && p.slot < 0)))
+                return true;
+        return false;
+    };
+    for (int part : parts)
+        if (has_role(Role::main, part) ||
+            !document().store().points(LaneKey::main_lane(part), Figure::rss).empty())
+            keys.push_back(LaneKey::main_lane(part));
+    for (int part : parts)
+        if (has_role(Role::helper, part) ||
+            !document().store().points(LaneKey::helper_lane(part), Figure::rss).empty())
+            keys.push_back(LaneKey::helper_lane(part));
     if (keys == built_for_ && stack_rect_) return;
     built_for_ = keys;
 
@@ -143,12 +167,13 @@ void WorkersView::rebuild_lanes() {
             graph->setAdaptiveSampling(true);
             lane.graphs[t.figure] = graph;
         }
-        QCPItemText* label = PlotFrame::add_label(lane.rect, lane_name(lane.key));
+        const QString prefix = part_prefix(document().data(), lane.key.part);
+        QCPItemText* label = PlotFrame::add_label(lane.rect, prefix + lane_name(lane.key));
         label->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
         if (lane.key.kind == LaneKey::Kind::worker) {
             ++worker_lanes_;
             for (const WorkerLane& w : document().lanes().workers) {
-                if (w.slot != lane.key.slot) continue;
+                if (w.slot != lane.key.slot || w.part != lane.key.part) continue;
                 std::vector<LaneProcess> gens = w.generations;
                 std::sort(gens.begin(), gens.end(),
                           [](const auto& a, const auto& b) { return a.birth_ms < b.birth_ms; });
@@ -157,7 +182,8 @@ void WorkersView::rebuild_lanes() {
                         lane.gaps.push_back({*gens[g - 1].exit_ms, gens[g].birth_ms});
                 // In the colour of its band in the stack above.
                 label->setColor(PlotFrame::color(lane.key.slot).darker(130));
-                label->setText(QString("worker slot %1 · %2 generation%3")
+                label->setText(QString("%1worker slot %2 · %3 generation%4")
+                                   .arg(prefix)
                                    .arg(lane.key.slot)
                                    .arg(gens.size())
                                    .arg(gens.size() == 1 ? "" : "s"));
@@ -230,7 +256,7 @@ void WorkersView::fill_stack(int columns) {
             g->setBrush(fill);
             g->setAntialiased(false);
             g->setAntialiasedFill(false); // an antialiased fill of 34 bands cost 30 ms a replot
-            g->setName(lane_name(keys[i]));
+            g->setName(part_prefix(document().data(), keys[i].part) + lane_name(keys[i]));
             if (i > 0) g->setChannelFillGraph(stack_graphs_.back());
             stack_graphs_.push_back(g);
         }
@@ -295,16 +321,20 @@ void WorkersView::redraw() {
 void WorkersView::highlight_selection() {
     int slot = context_.selection->slot();
     bool main_selected = false;
+    std::optional<int> part; // of the selected process: only its node's lane (merged recordings)
     if (context_.selection->process_id() != 0) {
         auto p = document().processes().find(context_.selection->process_id());
         if (p != document().processes().end()) {
             if (p->second.role == Role::worker) slot = p->second.slot;
             main_selected = p->second.role == Role::main;
+            part = p->second.part;
         }
     }
     for (Lane& lane : lanes_) {
-        const bool selected = (lane.key.kind == LaneKey::Kind::worker && lane.key.slot == slot) ||
-                              (lane.key.kind == LaneKey::Kind::main && main_selected);
+        const bool in_part = !part || lane.key.part == *part;
+        const bool selected =
+            in_part && ((lane.key.kind == LaneKey::Kind::worker && lane.key.slot == slot) ||
+                        (lane.key.kind == LaneKey::Kind::main && main_selected));
         lane.rect->setBackground(selected ? QBrush(QColor(0xff, 0xf6, 0xd5)) : QBrush(Qt::white));
     }
 }

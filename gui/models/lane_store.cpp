@@ -8,12 +8,12 @@ namespace loaderlens::gui {
 std::optional<LaneKey> LaneStore::lane_of(const ProcessInfo& process) {
     switch (process.role) {
     case Role::main:
-        return LaneKey::main_lane();
+        return LaneKey::main_lane(process.part);
     case Role::worker:
-        if (process.slot < 0) return LaneKey::helper_lane();
-        return LaneKey::worker(process.slot);
+        if (process.slot < 0) return LaneKey::helper_lane(process.part);
+        return LaneKey::worker(process.slot, process.part);
     case Role::helper:
-        return LaneKey::helper_lane();
+        return LaneKey::helper_lane(process.part);
     }
     return std::nullopt;
 }
@@ -24,6 +24,8 @@ void LaneStore::reset() {
     stack_.clear();
     stack_index_.clear();
     summed_lane_.clear();
+    part_end_ms_.clear();
+    parts_in_tick_.clear();
     last_ms_ = 0;
 }
 
@@ -46,8 +48,46 @@ std::int64_t LaneStore::peak(const LaneKey& lane, Figure figure) const {
     return it == peaks_.end() ? 0 : it->second;
 }
 
+void LaneStore::start_stack_tick(std::int64_t t, int part) {
+    if (!stack_.empty() && stack_.back().t_ms == t && parts_in_tick_.contains(part)) return;
+    if (stack_.empty() || stack_.back().t_ms != t) {
+        // An ordinary recording's rollup tick reads every process: each lane starts from 0. A
+        // merged one's parts tick apart: the other parts' lanes keep their latest PSS until
+        // their part's run ends, so that the stack is the job's, not one node's at a time; a
+        // part that ended since the last tick drops out at its end (a tick of its own there).
+        if (!part_end_ms_.empty() && !stack_.empty()) {
+            std::set<std::int64_t> ends;
+            for (const auto& [id, end] : part_end_ms_)
+                if (end >= stack_.back().t_ms && end + 1 < t) ends.insert(end + 1);
+            for (const std::int64_t end : ends)
+                push_carried_tick(end);
+            push_carried_tick(t);
+        } else {
+            stack_.push_back({t, {}});
+        }
+        parts_in_tick_.clear();
+    }
+    parts_in_tick_.insert(part);
+    for (const auto& [key, index] : stack_index_) // this part's lanes are summed from its rows
+        if (key.part == part && static_cast<std::size_t>(index) < stack_.back().pss_by_lane.size())
+            stack_.back().pss_by_lane[static_cast<std::size_t>(index)] = 0;
+}
+
+void LaneStore::push_carried_tick(std::int64_t t) {
+    StackTick tick{t, stack_.back().pss_by_lane};
+    for (const auto& [key, index] : stack_index_) {
+        auto end = part_end_ms_.find(key.part);
+        if (end != part_end_ms_.end() && end->second < t &&
+            static_cast<std::size_t>(index) < tick.pss_by_lane.size())
+            tick.pss_by_lane[static_cast<std::size_t>(index)] = 0;
+    }
+    stack_.push_back(std::move(tick));
+}
+
 bool LaneStore::append(const RecordingData& newer,
                        const std::map<std::int64_t, ProcessInfo>& processes) {
+    for (const RecordingPart& part : newer.parts)
+        part_end_ms_[part.id] = saturating_add(part.offset_ms, part.duration_ms);
     for (const ProcessInfo& p : newer.processes) {
         auto summed = summed_lane_.find(p.id);
         if (summed != summed_lane_.end() && lane_of(p) != summed->second) return false;
@@ -75,7 +115,7 @@ bool LaneStore::append(const RecordingData& newer,
         if (!sample.pss) continue;
         const int index =
             stack_index_.try_emplace(*lane, static_cast<int>(stack_index_.size())).first->second;
-        if (stack_.empty() || stack_.back().t_ms != t) stack_.push_back({t, {}});
+        start_stack_tick(t, lane->part);
         auto& by_lane = stack_.back().pss_by_lane;
         if (static_cast<int>(by_lane.size()) <= index) by_lane.resize(index + 1, 0);
         by_lane[static_cast<std::size_t>(index)] =

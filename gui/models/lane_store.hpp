@@ -13,6 +13,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace loaderlens::gui {
@@ -21,10 +22,11 @@ struct LaneKey {
     enum class Kind { main, worker, helpers };
     Kind kind = Kind::main;
     int slot = -1; // workers only
+    int part = 0;  // a merged recording's part (node): its lanes are its own; 0 otherwise
     auto operator<=>(const LaneKey&) const = default;
-    static LaneKey main_lane() { return {Kind::main, -1}; }
-    static LaneKey worker(int slot) { return {Kind::worker, slot}; }
-    static LaneKey helper_lane() { return {Kind::helpers, -1}; }
+    static LaneKey main_lane(int part = 0) { return {Kind::main, -1, part}; }
+    static LaneKey worker(int slot, int part = 0) { return {Kind::worker, slot, part}; }
+    static LaneKey helper_lane(int part = 0) { return {Kind::helpers, -1, part}; }
 };
 
 struct LanePoint {
@@ -61,7 +63,8 @@ class LaneStore {
     std::int64_t peak(const LaneKey& lane, Figure figure) const;
     std::int64_t last_ms() const { return last_ms_; }
     // The rollup ticks in time order, each with every lane's PSS: a stacked plot reads the ticks
-    // of its range without merging 34 series at each redraw.
+    // of its range without merging 34 series at each redraw. In a merged recording the parts'
+    // ticks differ: a tick holds the other parts' lanes as at their latest tick, while they ran.
     const std::vector<StackTick>& stack() const { return stack_; }
     // A lane's index in StackTick::pss_by_lane, -1 if it never had a PSS.
     int lane_index(const LaneKey& lane) const;
@@ -69,12 +72,19 @@ class LaneStore {
   private:
     static std::optional<LaneKey> lane_of(const ProcessInfo& process);
     void add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const Kib& value);
+    // Makes the last stack tick the one at `t` for `part`'s rows (a new tick, or the same one).
+    void start_stack_tick(std::int64_t t, int part);
+    // A merged recording: a tick at `t` holding the last tick's lanes, those of parts ended by
+    // then at 0.
+    void push_carried_tick(std::int64_t t);
 
     std::map<LaneKey, std::map<Figure, std::vector<LanePoint>>> series_;
     std::map<std::pair<LaneKey, Figure>, std::int64_t> peaks_;
     std::vector<StackTick> stack_;
     std::map<LaneKey, int> stack_index_;
     std::map<std::int64_t, LaneKey> summed_lane_; // process id -> the lane its rows went to
+    std::map<int, std::int64_t> part_end_ms_;     // merged recordings: when each part's run ended
+    std::set<int> parts_in_tick_;                 // the parts whose rows the last tick holds
     std::int64_t last_ms_ = 0;
 };
 

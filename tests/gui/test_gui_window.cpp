@@ -205,4 +205,26 @@ BOOST_AUTO_TEST_CASE(exports_png_pdf_svg) {
     BOOST_TEST(error.contains("png, pdf or svg"));
 }
 
+// A merged recording (loaderlens merge of scenarios 1 and 7, as two nodes): the Workers view has a
+// lane per node and slot, never one for both nodes' slot 0.
+BOOST_AUTO_TEST_CASE(merged_recording_has_a_lane_per_part_and_slot) {
+    TempDir dir;
+    const std::string merged = dir.file("merged.db");
+    const RunResult r =
+        run({cli_path(), "merge", scenario_recording(1), scenario_recording(7), "-o", merged});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    MainWindow window(false);
+    BOOST_REQUIRE(window.open_now(QString::fromStdString(merged)));
+    BOOST_REQUIRE(window.document().wait_for_report(120000));
+    window.resize(1600, 1000);
+    window.show();
+    window.show_view("workers");
+    window.refresh_now();
+    BOOST_TEST(window.view("workers")->lane_count() ==
+               worker_slots_of(scenario_recording(1)) + worker_slots_of(scenario_recording(7)));
+    BOOST_TEST(window.banner_text().isEmpty(), window.banner_text().toStdString());
+    BOOST_TEST(window.grab().toImage().save(
+        QString::fromStdString(screenshot_dir() + "/merged-workers.png")));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
