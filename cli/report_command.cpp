@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "loaderlens/export.hpp"
 #include "loaderlens/merged_report.hpp"
+#include "loaderlens/openmetrics.hpp"
 #include "loaderlens/report.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
@@ -23,24 +24,28 @@ std::optional<std::string> stdout_problem(const InputFiles& inputs) {
     return std::nullopt;
 }
 
-// Why `--part NAME` cannot pick a part of `report`'s recording: not a merged one, or no such
-// part (the names it has). A merged recording without --part is its job report: no problem.
-std::optional<std::string> part_problem(const std::string& file, const std::string& part,
-                                        const ReportData& report) {
-    if (part.empty()) return std::nullopt;
-    if (!report.merged)
-        return file + ": not a merged recording: --part " + part +
-               " names a part of one (loaderlens merge)";
-    if (report.merged->part(part)) return std::nullopt;
+// The report `report` prints: the recording's, or with --part one part's of a merged one (read
+// alone). Throws RecordingError; a --part that names no part is said in `problem`.
+std::optional<ReportData> report_of(const Recording& recording, const std::string& part,
+                                    const DiagnosisOptions& options, std::string& problem) {
+    if (part.empty()) return build_report(recording, options);
+    const std::vector<RecordingPart> parts = recording.parts();
+    if (parts.empty()) {
+        problem = recording.path() + ": not a merged recording: --part " + part +
+                  " names a part of one (loaderlens merge)";
+        return std::nullopt;
+    }
+    if (auto report = build_part_report(recording, part, options)) return report;
     std::string names;
-    for (const PartReport& p : report.merged->parts) {
+    for (const RecordingPart& p : parts) {
         if (names.size() > 200) {
             names += ", ...";
             break;
         }
-        names += (names.empty() ? "" : ", ") + p.part.name;
+        names += (names.empty() ? "" : ", ") + p.name;
     }
-    return file + ": no part named " + part + " (its parts: " + names + ")";
+    problem = recording.path() + ": no part named " + part + " (its parts: " + names + ")";
+    return std::nullopt;
 }
 
 } // namespace
@@ -85,14 +90,13 @@ Runner add_report(CLI::App& app) {
         }
         try {
             Recording recording(o->file);
-            ReportData data = build_report(recording, options);
-            const ReportData* shown = &data;
-            if (auto problem = part_problem(o->file, o->part, data)) {
-                print_error(*problem);
+            std::string problem;
+            const auto report = report_of(recording, o->part, options, problem);
+            if (!report) {
+                print_error(problem);
                 return exit_bad_input;
             }
-            if (!o->part.empty()) shown = &data.merged->part(o->part)->report;
-            std::cout << (o->json ? render_report_json(*shown) : render_report_text(*shown));
+            std::cout << (o->json ? render_report_json(*report) : render_report_text(*report));
             return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());
@@ -104,15 +108,21 @@ Runner add_report(CLI::App& app) {
 Runner add_export(CLI::App& app) {
     struct Options {
         std::string file, format = "csv", output;
+        bool timestamps = false;
     };
     auto o = std::make_shared<Options>();
-    CLI::App* sub = app.add_subcommand("export", "Export a recording's time series as CSV or JSON");
+    CLI::App* sub = app.add_subcommand(
+        "export", "Export a recording's time series as CSV, JSON or OpenMetrics");
     sub->add_option("file", o->file, "Recording file")->required();
     sub->add_option("--format", o->format,
-                    "csv, json, or residency-csv (page-cache and present-page buckets, a row per "
-                    "bucket and sample)")
-        ->check(CLI::IsMember({"csv", "json", "residency-csv"}))
+                    "csv, json, residency-csv (page-cache and present-page buckets, a row per "
+                    "bucket and sample), or openmetrics (each series' latest value; "
+                    "docs/metrics.md)")
+        ->check(CLI::IsMember({"csv", "json", "residency-csv", "openmetrics"}))
         ->capture_default_str();
+    sub->add_flag("--timestamps", o->timestamps,
+                  "openmetrics: every tick as a sample with its time, for backfilling with "
+                  "promtool tsdb create-blocks-from openmetrics");
     sub->add_option("-o,--output", o->output,
                     "Output file (default: standard output); written whole or not at all, never "
                     "over the recording read");
@@ -121,6 +131,10 @@ Runner add_export(CLI::App& app) {
         inputs.add_recording(o->file);
         if (auto problem = recording_name_problem(o->file)) {
             print_error(*problem);
+            return exit_bad_input;
+        }
+        if (o->timestamps && o->format != "openmetrics") {
+            print_error("--timestamps: only with --format openmetrics (not " + o->format + ")");
             return exit_bad_input;
         }
         if (!o->output.empty()) {
@@ -147,6 +161,8 @@ Runner add_export(CLI::App& app) {
                 export_json(recording, out);
             else if (o->format == "residency-csv")
                 export_residency_csv(recording, out);
+            else if (o->format == "openmetrics")
+                export_openmetrics(recording, out, {.timestamps = o->timestamps});
             else
                 export_csv(recording, out);
             if (file) {

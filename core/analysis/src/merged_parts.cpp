@@ -44,6 +44,54 @@ void by_owner(const std::vector<Row>& rows, const Owners& owners, Key key, Add a
 
 } // namespace
 
+RecordingData on_part_clock(RecordingData d, const RecordingPart& part) {
+    auto back = [&part](std::int64_t& t) { t = saturating_sub(t, part.offset_ms); };
+    for (ProcessInfo& p : d.processes) {
+        back(p.birth_ms);
+        if (p.exit_ms) back(*p.exit_ms);
+    }
+    for (auto& r : d.fast)
+        back(r.t_ms);
+    for (auto& r : d.rollup)
+        back(r.t_ms);
+    for (MapRow& r : d.maps)
+        back(r.t_ms);
+    for (auto& r : d.cgroup)
+        back(r.t_ms);
+    for (auto& r : d.system)
+        back(r.t_ms);
+    for (Marker& m : d.markers)
+        back(m.t_ms);
+    for (auto& r : d.unavailable)
+        back(r.t_ms);
+    for (auto& r : d.tier_stats)
+        back(r.t_ms);
+    for (ResidencyFile& f : d.residency_files)
+        back(f.first_ms);
+    for (auto& r : d.cache_residency)
+        back(r.t_ms);
+    for (auto& r : d.mapped_residency)
+        back(r.t_ms);
+    for (LoaderEpoch& e : d.loader.epochs) {
+        back(e.start_ms);
+        back(e.end_ms);
+    }
+    for (LoaderWorker& w : d.loader.workers)
+        back(w.t_ms);
+    for (LoaderProgress& p : d.loader.progress)
+        back(p.t_ms);
+    d.meta = part.meta;
+    d.parts.clear();
+    auto meta = [&part](const char* key) {
+        auto it = part.meta.find(key);
+        return it == part.meta.end() ? std::string() : it->second;
+    };
+    d.loader.config_json = meta("loader.config"); // checked when the recording was read
+    d.loader.status = meta("loader.status");
+    d.loader.message = meta("loader.message");
+    return d;
+}
+
 std::vector<PartRows> split_parts(const RecordingData& m, const std::string& path) {
     const PartIndex index(m.parts, path);
     std::vector<PartRows> out;

@@ -46,7 +46,24 @@ ProcessSummary on_job_axis(ProcessSummary s, std::int64_t offset) {
     return s;
 }
 
+// The ordinary report of a part's rows (on its own clock).
+ReportData part_report(const std::string& path, const RecordingPart& part, RecordingData own,
+                       const DiagnosisOptions& options) {
+    ReportInput input{path, part.name, std::move(own), {}, {}};
+    input.end = part_end(input, part);
+    return build_report(std::move(input), options);
+}
+
 } // namespace
+
+std::optional<ReportData> build_part_report(const Recording& recording, const std::string& name,
+                                            const DiagnosisOptions& options) {
+    for (const RecordingPart& part : recording.parts())
+        if (part.name == name)
+            return part_report(recording.path(), part,
+                               on_part_clock(recording.read_part(part.id), part), options);
+    return std::nullopt;
+}
 
 const PartReport* MergedReport::part(const std::string& name) const {
     for (const PartReport& p : parts)
@@ -127,31 +144,38 @@ Series tree_series(const RecordingData& data, Figure figure, const std::string& 
     return out;
 }
 
-ReportData build_merged_report(ReportInput merged, const DiagnosisOptions& options) {
+ReportData build_merged_report(const Recording& recording, const DiagnosisOptions& options) {
+    ReportData r;
+    r.path = recording.path();
+    r.meta = recording.all_meta();
+    r.end = recording.end();
+    r.finished = r.end.state == RecordingEnd::State::finished;
+    r.missing_wal = recording.missing_wal();
+    r.start_unix_ns = recording.meta_number("start_unix_ns");
+    r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
+                                           std::max<std::int64_t>(0, r.end.last_sample_ms));
+    // One part's rows in memory at a time: a job of many nodes is reported in the memory of its
+    // largest node (and of every part's report).
     auto report = std::make_shared<MergedReport>();
     std::vector<PartSeries> uss;
-    for (auto& [part, rows] : split_parts(merged.data, merged.path)) {
-        uss.push_back(on_job_axis(series(rows, {.figure = Figure::uss}).points, part));
-        ReportInput input{merged.path, part.name, std::move(rows), {}, {}};
-        input.end = part_end(input, part);
-        report->parts.push_back({part, build_report(std::move(input), options)});
+    for (const RecordingPart& part : recording.parts()) {
+        RecordingData rows = recording.read_part(part.id);
+        r.markers.insert(r.markers.end(), rows.markers.begin(), rows.markers.end());
+        r.unavailable.insert(r.unavailable.end(), rows.unavailable.begin(), rows.unavailable.end());
+        RecordingData own = on_part_clock(std::move(rows), part);
+        uss.push_back(on_job_axis(series(own, {.figure = Figure::uss}).points, part));
+        report->parts.push_back(
+            {part, part_report(recording.path(), part, std::move(own), options)});
     }
+    std::stable_sort(r.markers.begin(), r.markers.end(),
+                     [](const Marker& a, const Marker& b) { return a.t_ms < b.t_ms; });
+    std::stable_sort(r.unavailable.begin(), r.unavailable.end(),
+                     [](const auto& a, const auto& b) { return a.t_ms < b.t_ms; });
     std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>> views;
     for (const PartReport& p : report->parts)
         views.push_back({&p.part, &p.report.diagnosis.schedulers});
     report->totals = job_totals(views);
 
-    ReportData r;
-    r.path = merged.path;
-    r.meta = merged.data.meta;
-    r.end = merged.end;
-    r.finished = r.end.state == RecordingEnd::State::finished;
-    r.missing_wal = merged.missing_wal;
-    r.start_unix_ns = report_meta_number(merged, "start_unix_ns");
-    r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
-                                           std::max<std::int64_t>(0, r.end.last_sample_ms));
-    r.markers = merged.data.markers;
-    r.unavailable = merged.data.unavailable;
     for (const PartReport& p : report->parts) {
         for (const ProcessSummary& s : p.report.processes)
             r.processes.push_back(on_job_axis(s, p.part.offset_ms));

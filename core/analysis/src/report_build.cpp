@@ -206,10 +206,11 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
 }
 
 ReportData build_report(const Recording& recording, const DiagnosisOptions& options) {
-    ReportInput input{
-        recording.path(), {}, recording.read_all(), recording.end(), recording.missing_wal()};
-    if (!input.data.parts.empty()) return build_merged_report(std::move(input), options);
-    return build_report(std::move(input), options);
+    if (!recording.parts().empty()) return build_merged_report(recording, options);
+    return build_report(
+        ReportInput{
+            recording.path(), {}, recording.read_all(), recording.end(), recording.missing_wal()},
+        options);
 }
 
 } // namespace loaderlens

@@ -359,22 +359,6 @@ std::vector<Timed<MappedResidency>> Recording::mapped_residency() const {
 LoaderRun Recording::loader_run() const {
     return read_all().loader;
 }
-std::vector<RecordingPart> Recording::parts() const {
-    return read_recording(path_, [&] {
-        Cursor cursor;
-        RecordingData out;
-        db_->exec("BEGIN");
-        try {
-            tables_->parts(cursor, out);
-            db_->exec("COMMIT");
-        } catch (...) {
-            db_->exec("ROLLBACK");
-            throw;
-        }
-        return std::move(out.parts);
-    });
-}
-
 std::int64_t Recording::last_sample_ms() const {
     return read_recording(path_, [&] {
         auto q = db_->prepare(

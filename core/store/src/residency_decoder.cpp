@@ -164,7 +164,7 @@ void ResidencyDecoder::cache(Cursor& cursor, RecordingData& out) {
 
 void ResidencyDecoder::mapped(Cursor& cursor, RecordingData& out) {
     const std::int64_t last = tables_.last_rowid("mapped_residency");
-    if (last > cursor.read_up_to["mapped_residency"])
+    if (last > cursor.read_up_to["mapped_residency"] && !tables_.filtering())
         out.mapped_residency.reserve(
             out.mapped_residency.size() +
             static_cast<std::size_t>(last - cursor.read_up_to["mapped_residency"]));

@@ -14,15 +14,42 @@ bool TableReader::has(const char* table) const {
 }
 
 sql::Statement& TableReader::statement(const char* table, const char* where, const char* order) {
-    const std::string key = std::string(table) + where + order;
+    const std::string filter = part_condition(table);
+    const std::string key =
+        std::string(table) + where + order + (filter.empty() ? "" : "#" + filter);
     auto it = statements_.find(key);
     if (it == statements_.end())
         it = statements_
-                 .emplace(key,
-                          db_.prepare("SELECT " + recording_tables::select_columns(table, schema_) +
-                                      " FROM " + table + " WHERE " + where + " ORDER BY " + order))
+                 .emplace(key, db_.prepare(
+                                   "SELECT " + recording_tables::select_columns(table, schema_) +
+                                   " FROM " + table + " WHERE (" + where + ")" +
+                                   (filter.empty() ? "" : " AND " + filter) + " ORDER BY " + order))
                  .first;
     return it->second;
+}
+
+void TableReader::filter_part(int part) {
+    // A part's statements are of no use for another: the cache keeps the unfiltered ones only.
+    std::erase_if(statements_,
+                  [](const auto& entry) { return entry.first.find('#') != std::string::npos; });
+    part_ = part;
+}
+
+std::string TableReader::part_condition(const char* table) const {
+    if (part_ == 0) return {};
+    const std::string table_name(table), part = std::to_string(part_);
+    const std::string processes =
+        "process_id IN (SELECT id FROM processes WHERE part = " + part + ")";
+    // Objects are names, shared by the parts: all of them (few; a report keeps those mapped).
+    if (table_name == "meta" || table_name == "parts" || table_name == "part_meta" ||
+        table_name == "objects")
+        return {};
+    if (table_name == "fast_samples" || table_name == "rollup_samples" ||
+        table_name == "map_samples" || table_name == "mapped_residency")
+        return processes;
+    if (table_name == "cache_residency")
+        return "file_id IN (SELECT id FROM residency_files WHERE part = " + part + ")";
+    return "part = " + part; // the tables with a part column
 }
 
 std::int64_t TableReader::last_rowid(const char* table) {

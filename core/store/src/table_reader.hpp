@@ -35,6 +35,10 @@ class TableReader {
     void parts(Cursor& cursor, RecordingData& out);
     // The highest rowid of `table` now (0 when empty or absent in this schema).
     std::int64_t last_rowid(const char* table);
+    // Schema 7: from now on, only the rows of a merged recording's part `part` (its processes,
+    // their samples, its node-wide rows); 0: every row again.
+    void filter_part(int part);
+    bool filtering() const { return part_ != 0; }
 
     // Rows past the cursor's rowid of `table`, in rowid order, each handed to decode(statement)
     // (column 0 is the rowid, the table's columns from 1); the cursor moves past them.
@@ -51,7 +55,8 @@ class TableReader {
     template <typename Row, typename Decode>
     void past(Cursor& cursor, const char* table, std::vector<Row>& rows, Decode&& decode) {
         const std::int64_t up_to = cursor.read_up_to[table], last = last_rowid(table);
-        if (last > up_to) rows.reserve(rows.size() + static_cast<std::size_t>(last - up_to));
+        if (last > up_to && !filtering()) // a part's rows are a share of them: no guess
+            rows.reserve(rows.size() + static_cast<std::size_t>(last - up_to));
         past(cursor, table, [&](sql::Statement& q) { rows.push_back(decode(q)); });
     }
 
@@ -73,8 +78,12 @@ class TableReader {
     sql::Statement& statement(const char* table, const char* where, const char* order);
     bool has(const char* table) const;
 
+    // The condition on `table`'s rows that keeps those of part_ (empty: not filtered).
+    std::string part_condition(const char* table) const;
+
     sql::Database& db_;
     std::int64_t schema_;
+    int part_ = 0;
     std::map<std::string, sql::Statement> statements_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "loaderlens/report.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,9 +54,16 @@ std::vector<SeriesPoint> aligned_sum(const std::vector<PartSeries>& parts);
 std::vector<std::pair<RecordingPart, RecordingData>> split_parts(const RecordingData& merged,
                                                                  const std::string& path);
 
-// The job's report of a merged recording read whole (build_report(Recording) calls this when the
-// recording has parts).
-ReportData build_merged_report(ReportInput merged, const DiagnosisOptions& options = {});
+// One part's rows (Recording::read_part) on the part's own clock, with its own meta and its
+// loader's account: what its input held, for its ordinary report.
+RecordingData on_part_clock(RecordingData rows, const RecordingPart& part);
+
+// The job's report of a merged recording, read one part at a time (build_report(Recording) calls
+// this when the recording has parts).
+ReportData build_merged_report(const Recording& recording, const DiagnosisOptions& options = {});
+// The ordinary report of the part named `name` alone (report --part), or nothing: no such part.
+std::optional<ReportData> build_part_report(const Recording& recording, const std::string& name,
+                                            const DiagnosisOptions& options = {});
 
 // The job totals of the scheduler views over `parts`, each with its own views (on its own
 // clock) and its part (for the offset and the run).

@@ -83,6 +83,10 @@ class Recording {
     Cursor cursor_at_end() const;
     // The whole recording (read_new from an empty cursor).
     RecordingData read_all() const;
+    // Of a merged recording (schema 7): the rows of one part alone, as read_all() gives them
+    // (times on the job's axis, every part and the file's own meta). A reader of one part at a
+    // time holds one node's rows, not the job's.
+    RecordingData read_part(int part) const;
 
     // One table each, whole (for tests and tools that want one thing).
     std::vector<ProcessInfo> processes() const;
@@ -110,6 +114,7 @@ class Recording {
   private:
     std::optional<std::string> meta_value(const std::string& key) const; // nullopt: no such key
     bool writer_alive(std::int64_t pid) const;
+    void check_part_ids() const;
 
     std::string path_;
     std::string missing_wal_;
@@ -117,6 +122,7 @@ class Recording {
     std::unique_ptr<sql::Database> db_;
     std::unique_ptr<TableReader> tables_;
     std::unique_ptr<ResidencyDecoder> residency_;
+    mutable bool parts_checked_ = false; // check_part_ids() found nothing
 };
 
 } // namespace loaderlens
