@@ -6,6 +6,7 @@
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/process_list.hpp"
 #include "loaderlens/session.hpp"
+#include "metrics_textfile.hpp"
 #include "numeric_option.hpp"
 #include "output_checks.hpp"
 #include "output_name.hpp"
@@ -143,7 +144,7 @@ struct LoopOutcome {
 // forwarding signals to the command.
 LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingClock& clock,
                           int signal_fd, pid_t child, bool attach, const std::string& output,
-                          bool quiet) {
+                          bool quiet, MetricsTextfile* textfile) {
     StatusLine status(!quiet && isatty(STDERR_FILENO), output);
     LoopOutcome outcome;
     bool stop = false;
@@ -192,6 +193,10 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
             status.clear();
             print_error(output + ": recording stopped, the command goes on: " + error);
             outcome.write_failure_reported = true;
+        }
+        if (auto warning = textfile ? textfile->take_warning() : std::nullopt) {
+            status.clear();
+            print_error(*warning);
         }
         status.update(session.status());
     }
@@ -247,6 +252,15 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             request.sidecar_suffixes.push_back(suffix);
         }
         request.inputs = inputs_of(o);
+    }
+    if (o.metrics_textfile) {
+        // Checked before any file is made: the textfile never replaces a file of this run.
+        InputFiles run_files = request.inputs;
+        run_files.add_recording(request.path);
+        if (auto problem = MetricsTextfile::problem(*o.metrics_textfile, run_files)) {
+            print_error(*problem);
+            return {exit_bad_input, 0};
+        }
     }
     CreatedRecorder created;
     try {
@@ -307,11 +321,17 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     }
     recorder->set_meta("root_pid", std::to_string(tracker.main_pid));
     recorder->commit();
+    // Reads the recording once a second from its own thread: a slow or failing textfile
+    // directory never holds up the sampling loop, which forwards the command's signals.
+    std::unique_ptr<MetricsTextfile> textfile;
+    if (o.metrics_textfile)
+        textfile = std::make_unique<MetricsTextfile>(*o.metrics_textfile, output);
 
     Session session(session_options, tracker, *recorder, clock);
     session.start();
-    LoopOutcome outcome =
-        sampling_loop(session, *recorder, clock, signal_fd, child, attach, output, o.quiet);
+    LoopOutcome outcome = sampling_loop(session, *recorder, clock, signal_fd, child, attach, output,
+                                        o.quiet, textfile.get());
+    if (textfile) textfile->stop_reading(); // before finish(), which folds the WAL in
 
     const bool interrupted = attach ? !outcome.stop_reason.empty()
                                     : !outcome.stop_reason.empty() && outcome.child_status &&
@@ -340,6 +360,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     }
     recorder.reset();
     created.sidecars.clear(); // removed
+    if (textfile) textfile->write_final();
     if (!o.quiet && !outcome.write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());

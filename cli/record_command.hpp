@@ -31,6 +31,8 @@ struct RecordOptions {
     std::vector<std::string> residency_files;
     std::string residency_method = "cachestat";
     bool quiet = false;
+    // --metrics-textfile: DIR/NAME.prom rewritten every second for node_exporter (docs/metrics.md).
+    std::optional<std::string> metrics_textfile;
     // Set by `replay`, not on the command line:
     // files made beside the recording for the command, {environment variable, suffix}: the
     // variable names OUTPUT+suffix (absolute); removed when the recording ends.
@@ -52,7 +54,7 @@ struct RecordHooks {
 };
 
 // The options every recording command shares: -o, --force, --interval, --cpu-budget,
-// --maps-min-size, the residency options, -q.
+// --maps-min-size, the residency options, --metrics-textfile, -q.
 void add_recording_options(CLI::App* sub, RecordOptions& options);
 
 struct RecordResult {

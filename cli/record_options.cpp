@@ -172,6 +172,9 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
     sub->add_option("--residency-method", options.residency_method,
                     "Residency: cachestat (falls back to mincore on kernels before 6.5) or mincore")
         ->capture_default_str();
+    sub->add_option("--metrics-textfile", options.metrics_textfile,
+                    "DIR/NAME.prom: rewrite it every second with the latest figures per role and "
+                    "worker slot for node_exporter's textfile collector (docs/metrics.md)");
     sub->add_flag("-q,--quiet", options.quiet, "No status line and no closing message");
 }
 
