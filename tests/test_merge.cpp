@@ -55,7 +55,7 @@ std::vector<std::string> replay_on(const std::string& node, int task, const std:
 }
 
 // Two nodes' recordings of one job, made once for the suite: node1 (2 workers, about 3.5 s),
-// node2 (3 workers) started 1.2 s later, so that their runs overlap.
+// node2 (3 workers) started 1.5 s later, so that their runs overlap.
 struct Inputs {
     TempDir dir;
     std::string a = dir.file("run-4242-node1.db"), b = dir.file("run-4242-node2.db");
@@ -64,7 +64,7 @@ struct Inputs {
         const std::string data = dir.file("d.npy");
         mkdata({"npy", data, "--count", "512", "--shape", "4096", "--dtype", "u1"});
         Child first(replay_on("node1", 0, a, data, 2, "50ms"));
-        std::this_thread::sleep_for(1200ms);
+        std::this_thread::sleep_for(1500ms);
         const RunResult second = run(replay_on("node2", 1, b, data, 3, "20ms"), 120s);
         BOOST_REQUIRE_MESSAGE(second.exit_code == 0, second.err);
         const auto status = first.wait(120s);
