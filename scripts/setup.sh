@@ -15,6 +15,7 @@ packages=(
   python3-psutil smem
   python3-torch
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
+  prometheus prometheus-node-exporter
 )
 # qt6-svg-dev: the dashboard's SVG export; xvfb (xvfb-run) and xauth: its tests on a real X server.
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
@@ -24,6 +25,9 @@ packages=(
 # python3-torch: real DataLoader workers for the worker-recognition tests (and the loader bench).
 # slurm*, munge, slurmdbd, mariadb-server: a real single-node SLURM for the job-control tests
 # (sacct is what tells CANCELLED from FAILED); started by the tests themselves, never as services.
+# prometheus (with promtool), prometheus-node-exporter: promtool checks the OpenMetrics export and
+# the textfile; the Prometheus test starts both on free loopback ports itself (docs/metrics.md).
+# Their postinst scripts enable and start system services on :9090 and :9100; see below.
 
 missing=()
 for p in "${packages[@]}"; do
@@ -35,7 +39,34 @@ if ((${#missing[@]})); then
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
+  # No service starts during the install: a policy-rc.d that answers 101 ("action forbidden")
+  # makes invoke-rc.d and deb-systemd-invoke skip every start. Prometheus on :9090 and
+  # node_exporter on :9100 would otherwise serve this machine's metrics to anyone who can reach
+  # them, and munged, MariaDB and the SLURM daemons run too; the tests start their own. Only when
+  # there is none: a container image's own policy-rc.d stays as it is. The units stay enabled, so
+  # on a systemd host the two Prometheus ones are disabled after the install: a reboot does not
+  # start them either.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# setup.sh (loaderlens): no service starts during the install\nexit 101\n' |
+      "${sudo_cmd[@]}" tee "$policy" >/dev/null
+    "${sudo_cmd[@]}" chmod 755 "$policy"
+    own_policy=1
+    trap '[ "$own_policy" = 1 ] && "${sudo_cmd[@]}" rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ "$own_policy" = 1 ]; then
+    "${sudo_cmd[@]}" rm -f "$policy"
+    own_policy=0
+  fi
+  if [ -d /run/systemd/system ]; then
+    for unit in prometheus prometheus-node-exporter; do
+      case " ${missing[*]} " in *" $unit "*)
+        "${sudo_cmd[@]}" systemctl disable --now "$unit" >/dev/null 2>&1 || true ;;
+      esac
+    done
+  fi
 else
   echo "setup: all packages present"
 fi
