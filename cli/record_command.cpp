@@ -254,6 +254,8 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
         request.inputs = inputs_of(o);
     }
     if (o.metrics_textfile) {
+        // %j, %s, %t, %N... as in -o: one textfile per job step and task in a shared directory.
+        o.metrics_textfile = expand_output_name(*o.metrics_textfile);
         // Checked before any file is made: the textfile never replaces a file of this run.
         InputFiles run_files = request.inputs;
         run_files.add_recording(request.path);

@@ -174,7 +174,8 @@ void add_recording_options(CLI::App* sub, RecordOptions& options) {
         ->capture_default_str();
     sub->add_option("--metrics-textfile", options.metrics_textfile,
                     "DIR/NAME.prom: rewrite it every second with the latest figures per role and "
-                    "worker slot for node_exporter's textfile collector (docs/metrics.md)");
+                    "worker slot for node_exporter's textfile collector; %j %s %t %N %p as in -o "
+                    "(docs/metrics.md)");
     sub->add_flag("-q,--quiet", options.quiet, "No status line and no closing message");
 }
 
