@@ -52,28 +52,30 @@ std::optional<DiagnosisOptions> diagnosis_options(const std::string& mem_limit,
 }
 
 // A recording as the rules see it: each part of a merged one on its own (a node's limit is its
-// own), else the whole.
+// own, and its rows are read one part at a time: one node's rows in memory, not the job's), else
+// the whole.
 struct Checked {
     std::string part; // empty: not merged
-    RecordingData data;
     const ReportData* report = nullptr;
+    const RecordingPart* merged_part = nullptr;
+    RecordingData rows(const Recording& recording) const {
+        if (!merged_part) return recording.read_all();
+        return on_part_clock(recording.read_part(merged_part->id), *merged_part);
+    }
 };
 
-std::vector<Checked> checked_parts(const Recording& recording, const ReportData& report) {
+std::vector<Checked> checked_parts(const ReportData& report) {
+    if (!report.merged) return {Checked{"", &report, nullptr}};
     std::vector<Checked> out;
-    if (!report.merged) {
-        out.push_back({"", recording.read_all(), &report});
-        return out;
-    }
-    for (auto& [part, data] : split_parts(recording.read_all(), recording.path()))
-        if (const PartReport* p = report.merged->part(part.name))
-            out.push_back({part.name, std::move(data), &p->report});
+    for (const PartReport& p : report.merged->parts)
+        out.push_back({p.part.name, &p.report, &p.part});
     return out;
 }
 
 // The baseline rules of one part: against the baseline's part of the same name (the same node).
-void compare_part(const Checked& c, const std::vector<Checked>& base_parts, const Budget& budget,
-                  double tolerance, CheckOutcome& outcome) {
+void compare_part(const Checked& c, const RecordingData& data, const Recording& base,
+                  const std::vector<Checked>& base_parts, const Budget& budget, double tolerance,
+                  CheckOutcome& outcome) {
     auto same = std::find_if(base_parts.begin(), base_parts.end(),
                              [&](const Checked& b) { return b.part == c.part; });
     if (same == base_parts.end()) {
@@ -86,7 +88,7 @@ void compare_part(const Checked& c, const std::vector<Checked>& base_parts, cons
     }
     const std::int64_t base_warmup = warmup_of(*same->report, budget, nullptr);
     for (RuleResult& r :
-         compare_to_baseline(c.data, *c.report, outcome.warmup_ms, same->data, *same->report,
+         compare_to_baseline(data, *c.report, outcome.warmup_ms, same->rows(base), *same->report,
                              base_warmup, tolerance, budget.min_change_kb))
         outcome.rules.push_back(std::move(r));
 }
@@ -108,11 +110,12 @@ Evaluated evaluate(const std::string& path, const CheckOptions& o, const Budget&
     if (!o.baseline.empty()) {
         base.emplace(o.baseline);
         base_report = build_report(*base, options);
-        base_parts = checked_parts(*base, *base_report);
+        base_parts = checked_parts(*base_report);
     }
-    for (const Checked& c : checked_parts(recording, report)) {
-        CheckOutcome outcome = check_budget(c.data, *c.report, budget);
-        if (base) compare_part(c, base_parts, budget, tolerance, outcome);
+    for (const Checked& c : checked_parts(report)) {
+        const RecordingData data = c.rows(recording);
+        CheckOutcome outcome = check_budget(data, *c.report, budget);
+        if (base) compare_part(c, data, *base, base_parts, budget, tolerance, outcome);
         for (RuleResult& r : outcome.rules) {
             if (!c.part.empty()) r.name = c.part + ": " + r.name;
             e.run.outcome.rules.push_back(std::move(r));
