@@ -17,11 +17,11 @@ template <typename T> void move_append(std::vector<T>& to, std::vector<T>& from)
 } // namespace
 
 bool RecordingData::empty() const {
-    return parts.empty() && processes.empty() && objects.empty() && fast.empty() && rollup.empty() && maps.empty() &&
-           cgroup.empty() && system.empty() && markers.empty() && unavailable.empty() &&
-           tier_stats.empty() && residency_files.empty() && cache_residency.empty() &&
-           mapped_residency.empty() && loader.epochs.empty() && loader.workers.empty() &&
-           loader.progress.empty();
+    return parts.empty() && processes.empty() && objects.empty() && fast.empty() &&
+           rollup.empty() && maps.empty() && cgroup.empty() && system.empty() && markers.empty() &&
+           unavailable.empty() && tier_stats.empty() && residency_files.empty() &&
+           cache_residency.empty() && mapped_residency.empty() && loader.epochs.empty() &&
+           loader.workers.empty() && loader.progress.empty();
 }
 
 void RecordingData::append(RecordingData&& newer) {
