@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,63 +38,9 @@ QUERY = f'sum by (slurm_job) (loaderlens_process_pss_bytes{{slurm_job="{JOB}"}})
 SAMPLE_TIME = f'max(loaderlens_sample_timestamp_seconds{{slurm_job="{JOB}"}})'
 TOOLS = ["prometheus", "prometheus-node-exporter"]
 
-results = []  # (name, ok, detail)
-deadline_s = None
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(name, ok, detail=""):
-    results.append((name, bool(ok), detail))
-    log(("PASS  " if ok else "FAIL  ") + name + (f"  [{detail}]" if detail else ""))
-    return bool(ok)
-
-
-class Deadline(Exception):
-    pass
-
-
-class Stop(Exception):
-    pass
-
-
-def on_alarm(signum, frame):
-    raise Deadline(f"deadline of {deadline_s} s reached")
-
-
-def on_term(signum, frame):
-    raise Stop(f"signal {signum} received")
-
-
-def precondition_missing(reason):
-    if os.environ.get("LOADERLENS_STRICT") == "1":
-        log(f"LOADERLENS-MISSING: {reason} (strict mode: CI must have it)")
-        log("0 passed, 1 failed")
-        sys.exit(1)
-    log(f"LOADERLENS-SKIP: {reason}")
-    log("0 passed, 0 failed")
-    sys.exit(0)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def poll(what, test, timeout, interval=0.2):
-    """test() until it returns something true; its value, or RuntimeError after timeout s."""
-    end = time.monotonic() + timeout
-    while True:
-        value = test()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.dont_write_bytecode = True  # no __pycache__ in tests/
+from script_harness import check, free_port, log, poll, precondition_missing, run_script  # noqa: E402
 
 class Run:
     """The temporary directory and every process started in it."""
@@ -288,7 +233,6 @@ def body(r):
 
 
 def main():
-    global deadline_s
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
@@ -297,34 +241,13 @@ def main():
         precondition_missing("not installed: " + " ".join(missing) + " (Debian packages "
                              "prometheus prometheus-node-exporter; scripts/setup.sh)")
     args = [os.path.abspath(a) for a in sys.argv[1:]]
-    deadline_s = int(os.environ.get("LOADERLENS_PROMETHEUS_DEADLINE", "120"))
-    signal.signal(signal.SIGALRM, on_alarm)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_term)
-    signal.alarm(deadline_s)
-    t0 = time.monotonic()
-    r, error = None, None
-    try:
+
+    def start():
         r = Run(*args)
         log(f"temporary directory {r.tmp}")
-        body(r)
-    except (Deadline, Stop, Exception) as e:  # noqa: BLE001
-        error = e
-        log(f"ERROR: {type(e).__name__}: {e}")
-    finally:
-        signal.alarm(0)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
-        if r is not None:
-            if error is not None or any(not ok for _, ok, _ in results):
-                r.show_logs()
-            t = time.monotonic()
-            r.stop()
-            log(f"cleanup: {time.monotonic() - t:.1f} s; total {time.monotonic() - t0:.1f} s")
-    passed = sum(1 for _, ok, _ in results if ok)
-    failed = len(results) - passed + (1 if error is not None else 0)
-    log(f"{passed} passed, {failed} failed")
-    sys.exit(0 if failed == 0 else 1)
+        return r
+
+    run_script(start, body, "LOADERLENS_PROMETHEUS_DEADLINE", 120)
 
 
 if __name__ == "__main__":

@@ -13,55 +13,16 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-results = []  # (name, ok, detail)
-deadline_s = None  # set by main()
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(name, ok, detail=""):
-    results.append((name, bool(ok), detail))
-    log(("PASS  " if ok else "FAIL  ") + name + (f"  [{detail}]" if detail else ""))
-    return bool(ok)
-
-
-class Deadline(Exception):
-    pass
-
-
-class Stop(Exception):
-    pass
-
-
-def on_alarm(signum, frame):
-    raise Deadline(f"suite deadline of {deadline_s} s reached")
-
-
-def on_term(signum, frame):
-    raise Stop(f"signal {signum} received")
-
-
-# ---------------------------------------------------------------------------------------------
-# Preconditions (skip protocol)
-
-def precondition_missing(reason):
-    if os.environ.get("LOADERLENS_STRICT") == "1":
-        log(f"LOADERLENS-MISSING: {reason} (strict mode: CI must have it)")
-        log("0 passed, 1 failed")
-        sys.exit(1)
-    log(f"LOADERLENS-SKIP: {reason}")
-    log("0 passed, 0 failed")
-    sys.exit(0)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.dont_write_bytecode = True  # no __pycache__ in tests/
+from script_harness import (Deadline, Stop, check, free_port, log,  # noqa: E402,F401
+                            precondition_missing, run_script)
 
 TOOLS = ["munged", "mungekey", "mariadb-install-db", "mariadbd", "mariadb", "slurmdbd",
          "slurmctld", "slurmd", "srun", "sbatch", "scancel", "sacct", "sacctmgr", "scontrol",
@@ -86,12 +47,6 @@ def check_preconditions():
 
 # ---------------------------------------------------------------------------------------------
 # The private SLURM
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Cluster:
     """acct_params: slurm.conf's JobAcctGatherParams (reconfigure() changes it on a running
@@ -495,12 +450,8 @@ def parent_comm(pid):
 # The driver both scripts share
 
 def main(doc, body, nargs=1, deadline_default=130, **cluster_kw):
-    """Usage check, skip protocol, deadline, SLURM start, body(cluster, args), cleanup, summary.
-
-    The whole run must end (cleanup included) before ctest's TIMEOUT, which would SIGKILL us and
-    leave the daemons behind: an alarm turns the deadline (LOADERLENS_SLURM_DEADLINE) into an
-    exception, so `finally` cleans up. Exits 0 when every check passed, 1 otherwise."""
-    global deadline_s
+    """Usage check, skip protocol, SLURM start, body(cluster, args), then the harness's deadline
+    (LOADERLENS_SLURM_DEADLINE), cleanup and summary (script_harness.run_script)."""
     if len(sys.argv) != nargs + 1:
         print(doc, file=sys.stderr)
         sys.exit(2)
@@ -511,36 +462,17 @@ def main(doc, body, nargs=1, deadline_default=130, **cluster_kw):
             log(f"not executable: {a}")
             sys.exit(1)
 
-    deadline_s = int(os.environ.get("LOADERLENS_SLURM_DEADLINE", str(deadline_default)))
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    signal.signal(signal.SIGHUP, on_term)
-    signal.alarm(deadline_s)
-    t0 = time.monotonic()
-    c = None
-    error = None
-    try:
+    def start():
         c = Cluster(args[0], **cluster_kw)
         log(f"SLURM: starting in {c.tmp}")
-        c.start()
+        try:
+            c.start()
+        except BaseException:
+            c.show_logs()
+            c.stop()  # what started before the failure
+            raise
         log(f"SLURM start-up: {c.startup_s:.1f} s (munged, MariaDB incl. mariadb-install-db, "
             f"slurmdbd, slurmctld, slurmd until the node is idle)")
-        body(c, args)
-    except (Deadline, Stop, Exception) as e:  # noqa: BLE001
-        error = e
-        log(f"ERROR: {type(e).__name__}: {e}")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if c is not None:
-            if error is not None or any(not ok for _, ok, _ in results):
-                c.show_logs()
-            t = time.monotonic()
-            c.stop()
-            log(f"cleanup: {time.monotonic() - t:.1f} s; total {time.monotonic() - t0:.1f} s")
-    passed = sum(1 for _, ok, _ in results if ok)
-    failed = len(results) - passed + (1 if error is not None else 0)
-    log(f"{passed} passed, {failed} failed")
-    sys.exit(0 if failed == 0 else 1)
+        return c
+
+    run_script(start, lambda c: body(c, args), "LOADERLENS_SLURM_DEADLINE", deadline_default)
