@@ -256,6 +256,10 @@ void WorkersView::fill_stack(int columns) {
             g->setBrush(fill);
             g->setAntialiased(false);
             g->setAntialiasedFill(false); // an antialiased fill of 34 bands cost 30 ms a replot
+            // A sampled sum holds until the next sample: steps, not slopes. A line would ramp
+            // across a gap with no tick (between two parts of a merged recording that did not
+            // overlap, say) as if memory had grown through it.
+            g->setLineStyle(QCPGraph::lsStepLeft);
             g->setName(part_prefix(document().data(), keys[i].part) + lane_name(keys[i]));
             if (i > 0) g->setChannelFillGraph(stack_graphs_.back());
             stack_graphs_.push_back(g);
