@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "support.hpp"
 
+#include <boost/test/unit_test.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -160,6 +161,15 @@ std::vector<std::string> lines_of(const std::string& text) {
     for (std::string line; std::getline(in, line);)
         out.push_back(line);
     return out;
+}
+
+void sqlite_exec(const std::string& db, const std::string& sql) {
+    const RunResult r = run({"/usr/bin/python3", "-c",
+                             "import sqlite3, sys\n"
+                             "c = sqlite3.connect(sys.argv[1])\n"
+                             "c.execute(sys.argv[2]); c.commit()\n",
+                             db, sql});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
 }
 
 std::string cli_path() {

@@ -61,6 +61,10 @@ RunResult run(const std::vector<std::string>& argv,
 // The lines of a text (a command's output), without their newlines.
 std::vector<std::string> lines_of(const std::string& text);
 
+// Runs one SQL statement on a database through Python's sqlite3 (not the code under test) and
+// requires success: how the tests damage or edit a recording.
+void sqlite_exec(const std::string& db, const std::string& sql);
+
 std::string cli_path();
 std::string workload_path();
 // The argv of the test workload over `file`.

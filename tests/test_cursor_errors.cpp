@@ -46,15 +46,6 @@ void write_ticks(Recorder& recorder, int first, int ticks) {
     }
 }
 
-void python_write(const std::string& db, const std::string& sql) {
-    const RunResult r = run({"/usr/bin/python3", "-c",
-                             "import sqlite3, sys\n"
-                             "c = sqlite3.connect(sys.argv[1])\n"
-                             "c.execute(sys.argv[2]); c.commit()\n",
-                             db, sql});
-    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-}
-
 template <typename Read> void require_recording_error(Read&& read, const std::string& path) {
     try {
         read();
@@ -79,7 +70,7 @@ BOOST_AUTO_TEST_CASE(damage_between_two_polls_is_a_recording_error) {
     Cursor cursor;
     BOOST_TEST(reading.read_new(cursor).fast.size() == 5u);
     write_ticks(recorder, 5, 5);
-    python_write(path, "UPDATE fast_samples SET rss_kb = 'lots' WHERE rowid = 8");
+    sqlite_exec(path, "UPDATE fast_samples SET rss_kb = 'lots' WHERE rowid = 8");
     BOOST_TEST(reading.has_new(cursor));
     require_recording_error([&] { reading.read_new(cursor); }, path);
 }
@@ -107,7 +98,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_keyframe_found_from_mid_file_is_a_recording_error
     Recording damaged_reading(path);
     Cursor damaged = damaged_reading.cursor_at_end();
     write_ticks(recorder, 42, 1);
-    python_write(path, "UPDATE cache_residency SET buckets = x'0102' WHERE rowid = 33");
+    sqlite_exec(path, "UPDATE cache_residency SET buckets = x'0102' WHERE rowid = 33");
     require_recording_error([&] { damaged_reading.read_new(damaged); }, path);
 }
 
@@ -129,11 +120,11 @@ BOOST_AUTO_TEST_CASE(a_schema_3_recording_reads_through_the_cursor) {
         recorder.write(system);
         recorder.finish("finished", 400);
     }
-    python_write(path, "ALTER TABLE processes DROP COLUMN revision");
+    sqlite_exec(path, "ALTER TABLE processes DROP COLUMN revision");
     for (const char* column :
          {"active_file_kb", "inactive_file_kb", "writeback_kb", "kreclaimable_kb"})
-        python_write(path, std::string("ALTER TABLE system_samples DROP COLUMN ") + column);
-    python_write(path, "PRAGMA user_version = 3");
+        sqlite_exec(path, std::string("ALTER TABLE system_samples DROP COLUMN ") + column);
+    sqlite_exec(path, "PRAGMA user_version = 3");
     Recording old(path);
     BOOST_TEST(old.schema() == 3);
     Cursor cursor;

@@ -160,15 +160,6 @@ json without_process_ids(json j) {
     return j;
 }
 
-void python_sql(const std::string& db, const std::string& sql) {
-    const RunResult r = run({"/usr/bin/python3", "-c",
-                             "import sqlite3, sys\n"
-                             "c = sqlite3.connect(sys.argv[1])\n"
-                             "c.execute(sys.argv[2]); c.commit()\n",
-                             db, sql});
-    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(merge)
@@ -343,12 +334,12 @@ BOOST_AUTO_TEST_CASE(refuses_inputs_with_a_reason_and_writes_nothing) {
     require_refused({in.a, copy, "-o", out}, copy, "a copy of " + in.a);
     const std::string other_job = scratch.file("other-job.db");
     fs::copy_file(in.b, other_job);
-    python_sql(other_job, "UPDATE meta SET value = '9999' WHERE key = 'slurm_job_id'");
+    sqlite_exec(other_job, "UPDATE meta SET value = '9999' WHERE key = 'slurm_job_id'");
     require_refused({in.a, other_job, "-o", out}, other_job,
                     "SLURM job 9999, where " + in.a + " has SLURM job 4242");
     const std::string no_start = scratch.file("no-start.db");
     fs::copy_file(in.b, no_start);
-    python_sql(no_start, "DELETE FROM meta WHERE key = 'start_unix_ns'");
+    sqlite_exec(no_start, "DELETE FROM meta WHERE key = 'start_unix_ns'");
     require_refused({in.a, no_start, "-o", out}, no_start, "no wall-clock start");
     require_refused({in.job, in.b, "-o", out}, in.job, "a merged recording (2 parts)");
     const std::string text = scratch.file("notes.txt");
@@ -404,7 +395,7 @@ BOOST_AUTO_TEST_CASE(a_row_of_a_part_that_is_not_there_is_damage) {
     const TempDir scratch;
     const std::string damaged = scratch.file("damaged.db");
     fs::copy_file(in.job, damaged);
-    python_sql(damaged, "UPDATE processes SET part = 9 WHERE id = 1");
+    sqlite_exec(damaged, "UPDATE processes SET part = 9 WHERE id = 1");
     const RunResult r = run({cli_path(), "report", damaged});
     BOOST_TEST(r.exit_code == 2);
     BOOST_TEST(r.err.find(damaged + ": recording is damaged: processes has rows of part 9") !=
