@@ -29,8 +29,9 @@ Runner add_ps(CLI::App& app);
 Runner add_tail(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_merge(CLI::App& app);
+Runner add_advise(CLI::App& app);
 
-// "250ms", "2s", "500us" or a bare number of milliseconds, in microseconds; nothing for text
+// "250ms", "2s", "500us", "5m" (or "5min"), "1h" or a bare number of milliseconds, in microseconds; nothing for text
 // that is not a duration, negative, or over a day.
 std::optional<std::int64_t> parse_duration_us(const std::string& text);
 

@@ -64,6 +64,7 @@ int run(int argc, char** argv) {
     add(add_tail);
     add(add_check);
     add(add_merge);
+    add(add_advise);
     const DashSplit split = split_at_dashes(std::vector<std::string>(argv + 1, argv + argc));
     try {
         assign_after_dashes(app, split);

@@ -20,6 +20,10 @@ std::optional<std::int64_t> parse_duration_us(const std::string& text) {
         const std::string unit = text.substr(used);
         if (unit == "s")
             value *= 1'000'000;
+        else if (unit == "m" || unit == "min")
+            value *= 60e6;
+        else if (unit == "h")
+            value *= 3600e6;
         else if (unit == "ms" || unit.empty())
             value *= 1000;
         else if (unit != "us")

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// `loaderlens advise DATASET --mem-limit SIZE`: short replays of the user's dataset over a grid
+// of loader settings, each recorded and diagnosed, then the fastest setting that fits the limit as
+// the chosen accounting counts it (docs/advise.md).
+#include "advise_grid.hpp"
+#include "advise_progress.hpp"
+#include "commands.hpp"
+#include "loaderlens/advise_report.hpp"
+#include "loaderlens/recording.hpp"
+#include "loaderlens/report.hpp"
+#include "numeric_option.hpp"
+#include "replay_command.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
+
+namespace loaderlens::cli {
+
+namespace {
+
+struct AdviseOptions {
+    LoaderFlags base;
+    GridFlags grid;
+    std::string mem_limit, accounting = "linux", budget = "5m", reserve = "0", per_worker = "0";
+    std::string keep;
+    int train_epochs = 10;
+    bool json = false, quiet = false, full_grid = false;
+};
+
+// Sizes where 0 is a fine answer (parse_size takes 1 and up).
+std::optional<std::int64_t> size_or_zero(const std::string& text) {
+    if (text == "0") return 0;
+    return parse_size(text);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The flags every replay shares, as `replay` takes them (shown with the recommended command).
+std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<GridAxis>& fixed) {
+    std::vector<std::string> out{"--pattern", f.pattern, "--epochs", std::to_string(f.epochs)};
+    for (const GridAxis& axis : fixed) {
+        const std::string& value = axis.values.front();
+        if (value == "yes")
+            out.push_back("--" + axis.flag);
+        else if (value != "no")
+            out.insert(out.end(), {"--" + axis.flag, value});
+    }
+    if (f.record_size) out.insert(out.end(), {"--record-size", *f.record_size});
+    if (f.step_time != "0") out.insert(out.end(), {"--step-time", f.step_time});
+    if (f.subset != 1.0) out.insert(out.end(), {"--subset", std::to_string(f.subset)});
+    if (f.seed != 0) out.insert(out.end(), {"--seed", std::to_string(f.seed)});
+    return out;
+}
+
+// Runs one setting under the recorder and measures its recording.
+void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directory, int number,
+             const AdviseAssumptions& assumptions, bool keep, int& killed_by) {
+    RecordOptions record;
+    record.output = directory + "/advise-" + std::to_string(number) + ".db";
+    record.force = true;
+    record.quiet = true;
+    // Replays of a few seconds: PSS and the cgroup read four times a second, not once.
+    record.intervals = {"rollup=250ms", "cgroup=250ms"};
+    const LoaderFlags flags = with_setting(base, row.setting);
+    ReplayRecording replayed = record_replay(flags, record);
+    row.ran = true;
+    killed_by = replayed.result.killed_by;
+    if (replayed.early_exit || !replayed.output) {
+        row.measure.problem = replayed.early_exit ? "bad setting (said above)" : "nothing recorded";
+        return;
+    }
+    try {
+        const ReportData report = build_report(Recording(*replayed.output));
+        row.measure = measure_replay(report, flags.persistent, assumptions);
+    } catch (const std::exception& e) {
+        row.measure.problem = std::string("its recording could not be read: ") + e.what();
+    }
+    if (keep)
+        row.recording = *replayed.output;
+    else
+        std::filesystem::remove(*replayed.output);
+}
+
+// The row round two varies around: the fastest that fits, else the one counted lowest.
+std::optional<AdviseSetting> centre_of(std::vector<AdviseRow> rows, Accounting accounting,
+                                       std::int64_t limit_kb) {
+    const Recommendation r = recommend(rows, accounting, limit_kb);
+    if (r.row) return rows[*r.row].setting;
+    const AdviseRow* lowest = nullptr;
+    for (const AdviseRow& row : rows)
+        if (row.margin_kb && (!lowest || *row.margin_kb > *lowest->margin_kb)) lowest = &row;
+    if (lowest) return lowest->setting;
+    return std::nullopt;
+}
+
+int run_advise(AdviseOptions& o) {
+    const auto limit = parse_size(o.mem_limit);
+    const auto accounting = parse_accounting(o.accounting);
+    const auto budget_us = parse_duration_us(o.budget);
+    const auto reserve = size_or_zero(o.reserve);
+    const auto per_worker = size_or_zero(o.per_worker);
+    auto bad = [](const std::string& message) {
+        print_error(message);
+        return exit_bad_input;
+    };
+    if (!limit) return bad("--mem-limit " + o.mem_limit + ": expected a size like 4G or 4096MiB");
+    if (!accounting)
+        return bad("--accounting " + o.accounting + ": expected linux, usepss, cgroup or k8s");
+    if (!budget_us || *budget_us < 1'000'000)
+        return bad("--budget " + o.budget + ": expected a duration like 5m, 90s or 1h");
+    if (!reserve) return bad("--reserve " + o.reserve + ": expected a size like 2G, or 0");
+    if (!per_worker)
+        return bad("--per-worker " + o.per_worker + ": expected a size like 300M, or 0");
+    auto checked = to_loader_options(o.base);
+    if (!checked) return exit_bad_input;
+    probes::DatasetLayout layout;
+    try { // bad input is said before anything runs
+        probes::check_loader(*checked, layout);
+    } catch (const std::runtime_error& e) {
+        print_error(e.what());
+        return exit_bad_input;
+    }
+    auto axes = grid_axes(o.grid, probes::to_string(layout.kind), o.base.epochs);
+    if (!axes) return exit_bad_input;
+    std::vector<GridAxis> varied, fixed;
+    for (GridAxis& axis : *axes)
+        (axis.values.size() > 1 ? varied : fixed).push_back(axis);
+    LoaderFlags base = o.base;
+    for (const GridAxis& axis : fixed)
+        base = with_setting(base, AdviseSetting{{{axis.flag, axis.values.front()}}});
+
+    AdviseRun run;
+    run.dataset = o.base.dataset;
+    run.dataset_description = layout.description;
+    run.dataset_bytes = layout.record_count * layout.record_bytes;
+    run.limit_kb = *limit / 1024;
+    run.accounting = *accounting;
+    run.assumptions = {.reserve_kb = *reserve / 1024,
+                       .per_worker_kb = *per_worker / 1024,
+                       .train_epochs = o.train_epochs,
+                       .dataset_kb = run.dataset_bytes / 1024};
+    run.replay_epochs = o.base.epochs;
+    run.replay_flags = shared_flags(base, fixed);
+    run.budget_s = static_cast<double>(*budget_us) / 1e6;
+
+    std::string directory = o.keep;
+    if (directory.empty()) {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/loaderlens-advise-XXXXXX";
+        if (!::mkdtemp(pattern.data())) {
+            print_error(pattern + ": cannot make a directory for the replays' recordings");
+            return exit_internal;
+        }
+        directory = pattern;
+    } else {
+        std::error_code error;
+        std::filesystem::create_directories(directory, error);
+        if (error) return bad("--keep " + directory + ": " + error.message());
+    }
+
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<AdviseSetting> settings = o.full_grid ? full_grid(varied) : first_round(varied);
+    bool second_round_added = o.full_grid || varied.empty();
+    AdviseProgress progress(!o.quiet && ::isatty(STDERR_FILENO), run.budget_s);
+    double spent_on_rows = 0;
+    int killed_by = 0;
+    for (std::size_t i = 0; i < settings.size(); ++i) {
+        AdviseRow row{settings[i]};
+        const double elapsed = seconds_since(started);
+        const double estimate = i == 0 ? 0 : spent_on_rows / static_cast<double>(i);
+        if (killed_by) {
+            row.not_run = "interrupted";
+        } else if (i > 0 && elapsed + estimate > run.budget_s) {
+            row.not_run = "the time budget (--budget " + o.budget + ") was spent";
+        } else {
+            progress.show(i, settings.size(), elapsed, row.setting.label());
+            const auto row_started = std::chrono::steady_clock::now();
+            run_row(row, base, directory, static_cast<int>(i + 1), run.assumptions, !o.keep.empty(),
+                    killed_by);
+            spent_on_rows += seconds_since(row_started);
+        }
+        run.rows.push_back(std::move(row));
+        if (i + 1 == settings.size() && !second_round_added) {
+            second_round_added = true;
+            if (auto centre = centre_of(run.rows, *accounting, run.limit_kb))
+                for (AdviseSetting& s : second_round(varied, *centre))
+                    settings.push_back(std::move(s));
+        }
+    }
+    progress.clear();
+    run.elapsed_s = seconds_since(started);
+    run.interrupted = killed_by != 0;
+    if (o.keep.empty()) std::filesystem::remove_all(directory);
+
+    run.recommendation = recommend(run.rows, *accounting, run.limit_kb);
+    for (Accounting a : all_accountings) {
+        std::vector<AdviseRow> copy = run.rows;
+        run.by_accounting.emplace_back(a, recommend(copy, a, run.limit_kb));
+    }
+    recommend(run.rows, *accounting, run.limit_kb); // the verdicts of the chosen accounting
+    for (const AdviseRow& row : run.rows) {
+        const AccountedPeak* p = row.measure.ok ? row.measure.peak(*accounting) : nullptr;
+        if (p && !p->note.empty()) {
+            run.notes.push_back(std::string(to_string(*accounting)) + ": " + p->note +
+                                "; run advise inside the job's own cgroup for its own figure");
+            break;
+        }
+    }
+    run.notes.push_back("the reference loader's processes are small C++ processes: a training "
+                        "script adds its model, CUDA context and (per worker) interpreter; give "
+                        "them with --reserve and --per-worker");
+    std::cout << (o.json ? render_advise_json(run) : render_advise_text(run));
+    std::cout.flush();
+    if (killed_by) {
+        RecordResult result;
+        result.killed_by = killed_by;
+        result.exit_code = 128 + killed_by;
+        return end_like_the_command(result);
+    }
+    return run.recommendation.row ? exit_ok : exit_budget_failed;
+}
+
+} // namespace
+
+Runner add_advise(CLI::App& app) {
+    auto o = std::make_shared<AdviseOptions>();
+    CLI::App* sub = app.add_subcommand(
+        "advise", "Replay a dataset over a grid of loader settings: the fastest that fits a "
+                  "memory limit, counted the way the scheduler counts");
+    sub->add_option("dataset", o->base.dataset, "Dataset: .npy file, raw file, or LMDB directory")
+        ->required();
+    sub->add_option("--mem-limit", o->mem_limit, "The job's memory limit (SLURM --mem), e.g. 4G")
+        ->required();
+    sub->add_option("--accounting", o->accounting,
+                    "How the limit is counted: linux (SLURM's default, Σ RSS), usepss (Σ PSS), "
+                    "cgroup (task/cgroup, page cache included), k8s (working set)")
+        ->capture_default_str();
+    sub->add_option("--budget", o->budget, "Time for all the replays (5m, 90s)")
+        ->capture_default_str();
+    sub->add_flag("--json", o->json, "Print JSON (docs/advise.md)");
+    sub->add_flag("-q,--quiet", o->quiet, "No progress bar");
+    sub->add_flag("--full-grid", o->full_grid,
+                  "Every combination of the lists, instead of two rounds");
+    sub->add_option("--keep", o->keep, "Keep each replay's recording in this directory");
+    auto* g = sub->add_option_group("Grid (comma-separated values)");
+    g->add_option("--workers", o->grid.workers, "Worker counts")->capture_default_str();
+    g->add_option("--read", o->grid.read, "Read modes (npy, raw: mmap-view,pread)");
+    g->add_option("--persistent", o->grid.persistent, "no, yes (default both with 2+ epochs)");
+    g->add_option("--pin", o->grid.pin, "no, yes")->capture_default_str();
+    g->add_option("--advice", o->grid.advice, "Access advice")->capture_default_str();
+    g->add_option("--readahead", o->grid.readahead, "LMDB: on, off (default both)");
+    g->add_option("--batch", o->grid.batch, "Batch sizes")->capture_default_str();
+    g->add_option("--prefetch", o->grid.prefetch, "Prefetch factors")->capture_default_str();
+    auto* r = sub->add_option_group("Every replay");
+    add_whole_number_option(r, "--epochs", o->base.epochs, 1, 100, "Epochs per replay");
+    r->add_option("--pattern", o->base.pattern, "Sampling pattern")->capture_default_str();
+    r->add_option("--record-size", o->base.record_size, "Raw datasets: bytes per record");
+    r->add_option("--step-time", o->base.step_time, "Training step per batch (e.g. 20ms)")
+        ->capture_default_str();
+    add_real_option(r, "--subset", o->base.subset, 0, 1, true, "in (0, 1]",
+                    "Fraction of the dataset each epoch reads");
+    add_whole_number_option<std::uint64_t>(r, "--seed", o->base.seed, 0, UINT64_MAX, "Seed");
+    auto* a = sub->add_option_group("The rest of the job");
+    add_whole_number_option(a, "--train-epochs", o->train_epochs, 0, 1'000'000,
+                            "Epochs of the real training: growth is extrapolated to them");
+    a->add_option("--reserve", o->reserve, "Memory of the job besides the loader (model, CUDA)")
+        ->capture_default_str();
+    a->add_option("--per-worker", o->per_worker,
+                  "Memory each real worker has besides its reads (an interpreter, imports)")
+        ->capture_default_str();
+    o->base.epochs = 2;
+    sub->footer("Exit status: 0 a setting fits (the recommendation), 3 none fits, 2 bad input, "
+                "1 an internal failure; interrupted: the table so far, then the signal's.");
+    return [o] { return run_advise(*o); };
+}
+
+} // namespace loaderlens::cli

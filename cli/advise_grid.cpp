@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+#include "advise_grid.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+
+namespace loaderlens::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t comma = text.find(',', start);
+        if (comma == std::string::npos) comma = text.size();
+        out.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+bool whole_number_in(const std::string& text, std::int64_t low, std::int64_t high) {
+    std::int64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return error == std::errc() && end == text.data() + text.size() && value >= low &&
+           value <= high;
+}
+
+bool one_of(const std::string& text, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+        if (text == name) return true;
+    return false;
+}
+
+} // namespace
+
+std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::string& kind,
+                                               int epochs) {
+    const bool lmdb = kind == "lmdb";
+    const bool file = kind == "npy" || kind == "raw";
+    struct Spec {
+        const char* flag;
+        std::string values;
+        bool primary;
+        std::function<bool(const std::string&)> valid;
+        const char* expected;
+    };
+    const Spec specs[] = {
+        {"workers", f.workers, true,
+         [](const std::string& v) { return whole_number_in(v, 0, max_in_flight); },
+         "worker counts like 1,2,4,8"},
+        {"read", f.read.empty() ? (file ? "mmap-view,pread" : "") : f.read, true,
+         [](const std::string& v) { return probes::parse_read_mode(v).has_value(); },
+         "read modes: mmap-view, mmap-copy, pread"},
+        {"persistent", f.persistent.empty() ? (epochs >= 2 ? "no,yes" : "no") : f.persistent, false,
+         [](const std::string& v) {
+             return one_of(v, {"no", "yes"});
+         },
+         "no, yes"},
+        {"pin", f.pin, false,
+         [](const std::string& v) {
+             return one_of(v, {"no", "yes"});
+         },
+         "no, yes"},
+        {"advice", f.advice, false,
+         [](const std::string& v) { return probes::parse_advice(v).has_value(); },
+         "normal, random, sequential, willneed, dontneed-after-use"},
+        {"readahead", f.readahead.empty() ? (lmdb ? "on,off" : "") : f.readahead, false,
+         [](const std::string& v) {
+             return one_of(v, {"on", "off"});
+         },
+         "on, off"},
+        {"batch", f.batch, false,
+         [](const std::string& v) { return whole_number_in(v, 1, max_batch); },
+         "batch sizes like 32,64"},
+        {"prefetch", f.prefetch, false,
+         [](const std::string& v) { return whole_number_in(v, 1, max_in_flight); },
+         "prefetch factors like 2,4"},
+    };
+    std::vector<GridAxis> axes;
+    for (const Spec& spec : specs) {
+        if (spec.values.empty()) continue; // does not apply to this dataset
+        GridAxis axis{spec.flag, {}, spec.primary};
+        for (const std::string& value : split_list(spec.values)) {
+            if (!spec.valid(value)) {
+                print_error("--" + std::string(spec.flag) + " " + spec.values + ": \"" + value +
+                            "\" is not one of the " + spec.expected);
+                return std::nullopt;
+            }
+            if (std::find(axis.values.begin(), axis.values.end(), value) == axis.values.end())
+                axis.values.push_back(value);
+        }
+        axes.push_back(std::move(axis));
+    }
+    return axes;
+}
+
+std::vector<AdviseSetting> first_round(const std::vector<GridAxis>& axes) {
+    std::vector<AdviseSetting> out{AdviseSetting{}};
+    for (const GridAxis& axis : axes) {
+        std::vector<AdviseSetting> next;
+        for (const AdviseSetting& s : out)
+            for (std::size_t i = 0; i < (axis.primary ? axis.values.size() : 1); ++i) {
+                AdviseSetting more = s;
+                more.flags.emplace_back(axis.flag, axis.values[i]);
+                next.push_back(std::move(more));
+            }
+        out = std::move(next);
+    }
+    return out;
+}
+
+std::vector<AdviseSetting> second_round(const std::vector<GridAxis>& axes,
+                                        const AdviseSetting& around) {
+    std::vector<AdviseSetting> out;
+    for (const GridAxis& axis : axes) {
+        if (axis.primary) continue;
+        for (std::size_t i = 1; i < axis.values.size(); ++i) {
+            AdviseSetting changed = around;
+            for (auto& [flag, value] : changed.flags)
+                if (flag == axis.flag) value = axis.values[i];
+            out.push_back(std::move(changed));
+        }
+    }
+    return out;
+}
+
+std::vector<AdviseSetting> full_grid(const std::vector<GridAxis>& axes) {
+    std::vector<AdviseSetting> out{AdviseSetting{}};
+    for (const GridAxis& axis : axes) {
+        std::vector<AdviseSetting> next;
+        for (const AdviseSetting& s : out)
+            for (const std::string& value : axis.values) {
+                AdviseSetting more = s;
+                more.flags.emplace_back(axis.flag, value);
+                next.push_back(std::move(more));
+            }
+        out = std::move(next);
+    }
+    return out;
+}
+
+LoaderFlags with_setting(LoaderFlags f, const AdviseSetting& setting) {
+    for (const auto& [flag, value] : setting.flags) {
+        if (flag == "workers") f.workers = std::stoi(value);
+        if (flag == "read") f.read = value;
+        if (flag == "persistent") f.persistent = value == "yes";
+        if (flag == "pin") f.pin = value == "yes";
+        if (flag == "advice") f.advice = value;
+        if (flag == "readahead") f.readahead = value;
+        if (flag == "batch") f.batch = std::stoll(value);
+        if (flag == "prefetch") f.prefetch = std::stoi(value);
+    }
+    return f;
+}
+
+} // namespace loaderlens::cli
