@@ -53,6 +53,7 @@ std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<Gr
     }
     if (f.record_size) out.insert(out.end(), {"--record-size", *f.record_size});
     if (f.step_time != "0") out.insert(out.end(), {"--step-time", f.step_time});
+    if (f.transform_time != "0") out.insert(out.end(), {"--transform-time", f.transform_time});
     if (f.subset != 1.0) out.insert(out.end(), {"--subset", std::to_string(f.subset)});
     if (f.seed != 0) out.insert(out.end(), {"--seed", std::to_string(f.seed)});
     return out;
@@ -262,6 +263,9 @@ Runner add_advise(CLI::App& app) {
     r->add_option("--pattern", o->base.pattern, "Sampling pattern")->capture_default_str();
     r->add_option("--record-size", o->base.record_size, "Raw datasets: bytes per record");
     r->add_option("--step-time", o->base.step_time, "Training step per batch (e.g. 20ms)")
+        ->capture_default_str();
+    r->add_option("--transform-time", o->base.transform_time,
+                  "Work per sample in the worker: decode, augmentation (e.g. 2ms)")
         ->capture_default_str();
     add_real_option(r, "--subset", o->base.subset, 0, 1, true, "in (0, 1]",
                     "Fraction of the dataset each epoch reads");

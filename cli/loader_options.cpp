@@ -60,6 +60,10 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
                             "The worker that leaks (--leak-per-epoch)");
     p->add_option("--step-time", f.step_time, "Simulated training step per batch (5ms, 200us)")
         ->capture_default_str();
+    p->add_option("--transform-time", f.transform_time,
+                  "Simulated work per sample where it is loaded (decode, augmentation; slept, so "
+                  "workers scale as with a core each), e.g. 2ms")
+        ->capture_default_str();
     p->add_option("--epoch-pause", f.epoch_pause, "Pause after each epoch (1s, 500ms)")
         ->capture_default_str();
     auto* m = sub->add_option_group("Memory");
@@ -85,6 +89,7 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     auto lmdb_open = parse_lmdb_open(f.lmdb_open);
     auto step = parse_duration_us(f.step_time);
     auto pause = parse_duration_us(f.epoch_pause);
+    auto transform = parse_duration_us(f.transform_time);
     auto record_bytes = f.record_size ? parse_size(*f.record_size) : std::nullopt;
     // The first flag whose value did not parse, with what it expects.
     struct Check {
@@ -102,6 +107,8 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
         {f.readahead == "on" || f.readahead == "off", "--readahead", f.readahead, "on or off"},
         {step.has_value(), "--step-time", f.step_time, "a duration like 5ms or 200us"},
         {pause.has_value(), "--epoch-pause", f.epoch_pause, "a duration like 500ms or 1s"},
+        {transform.has_value(), "--transform-time", f.transform_time,
+         "a duration like 2ms or 500us"},
         {!f.record_size || record_bytes.has_value(), "--record-size",
          f.record_size ? *f.record_size : f.dataset, "a size like 4096 or 64KiB"},
     };
@@ -147,6 +154,7 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     o.reopen_each_epoch = f.reopen_each_epoch;
     o.step_us = *step;
     o.epoch_pause_ms = *pause / 1000;
+    o.transform_us = *transform;
     return o;
 }
 
@@ -186,6 +194,7 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
                                   "--leak-worker",    number(f.leak_worker),
                                   "--step-time",      f.step_time,
                                   "--epoch-pause",    f.epoch_pause,
+                                  "--transform-time", f.transform_time,
                                   "--read",           f.read,
                                   "--advice",         f.advice,
                                   "--lmdb-open",      f.lmdb_open,

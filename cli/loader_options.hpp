@@ -41,6 +41,7 @@ struct LoaderFlags {
     int leak_worker = 0;
     bool reopen_each_epoch = false;
     std::string step_time = "0";
+    std::string transform_time = "0";
     std::string epoch_pause = "0";
 };
 

@@ -55,11 +55,11 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (o.leak_mib_per_epoch > 0 && (o.leak_worker < 0 || o.leak_worker >= o.pattern.workers))
         throw LoaderError("--leak-worker " + std::to_string(o.leak_worker) +
                           ": needs 0 <= worker < --workers " + std::to_string(o.pattern.workers));
-    if (o.step_us < 0 || o.epoch_pause_ms < 0)
-        throw LoaderError("--step-time and --epoch-pause must not be negative");
+    if (o.step_us < 0 || o.epoch_pause_ms < 0 || o.transform_us < 0)
+        throw LoaderError("--step-time, --transform-time and --epoch-pause must not be negative");
     constexpr std::int64_t day_ms = 86'400'000;
-    if (o.step_us > day_ms * 1000 || o.epoch_pause_ms > day_ms)
-        throw LoaderError("--step-time and --epoch-pause: at most a day");
+    if (o.step_us > day_ms * 1000 || o.epoch_pause_ms > day_ms || o.transform_us > day_ms * 1000)
+        throw LoaderError("--step-time, --transform-time and --epoch-pause: at most a day");
 }
 
 void sleep_us(std::int64_t us) {
@@ -129,6 +129,7 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
                              .leak_bytes_per_epoch = o_.leak_mib_per_epoch << 20,
                              .leak_worker = o_.leak_worker,
                              .reopen_each_epoch = o_.reopen_each_epoch,
+                             .transform_us = o_.transform_us,
                              .dataset = layout_.path};
         pool_ = std::make_unique<WorkerPool>(workers_, in_flight_, shared);
     } else {
@@ -194,6 +195,7 @@ std::int64_t Loader::load_in_main(const Batch& batch) {
     std::int64_t bytes = 0;
     for (const Sample& sample : batch.samples) {
         bytes += reader_.read(sample, main_batch_.get() + bytes);
+        sleep_us(o_.transform_us);
         if (heap_)
             for (std::int64_t i = 0; i < sample.count; ++i)
                 heap_->visit(sample.index + i);
@@ -295,6 +297,7 @@ LoaderSummary Loader::run() {
                    {"leak_mib_per_epoch", o_.leak_mib_per_epoch},
                    {"leak_worker", o_.leak_worker},
                    {"reopen_each_epoch", o_.reopen_each_epoch},
+                   {"transform_us", o_.transform_us},
                    {"subset", o_.pattern.subset},
                    {"seed", o_.pattern.seed},
                    {"epochs", o_.epochs},

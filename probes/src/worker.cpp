@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -57,6 +58,13 @@ void send_failure(const WorkerContext& context, std::int64_t batch, Failure fail
 namespace {
 // --leak-per-epoch: memory taken and written at an epoch's start, never given back (a cache
 // that only grows). Filled so that every page is resident and private.
+void sleep_for_us(std::int64_t us) {
+    if (us <= 0) return;
+    timespec ts{us / 1'000'000, (us % 1'000'000) * 1000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+    }
+}
+
 void leak(const WorkerContext& context) {
     if (context.leak_bytes_per_epoch <= 0 || context.worker != context.leak_worker) return;
     const auto bytes = static_cast<std::size_t>(context.leak_bytes_per_epoch);
@@ -93,6 +101,7 @@ int worker_main(const WorkerContext& context) {
                 const std::int64_t bytes = context.reader->read(sample, out);
                 out += bytes;
                 result.bytes_read += bytes;
+                sleep_for_us(context.transform_us);
                 if (context.heap)
                     for (std::int64_t i = 0; i < sample.count; ++i)
                         context.heap->visit(sample.index + i);

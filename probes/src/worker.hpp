@@ -44,7 +44,8 @@ struct WorkerContext {
     std::int64_t leak_bytes_per_epoch = 0; // --leak-per-epoch, in worker leak_worker only
     int leak_worker = 0;
     bool reopen_each_epoch = false;
-    std::string dataset; // names the dataset in a damaged-dataset error
+    std::int64_t transform_us = 0; // --transform-time, per sample
+    std::string dataset;           // names the dataset in a damaged-dataset error
 };
 
 // Runs until the task pipe is closed; returns the process exit code.

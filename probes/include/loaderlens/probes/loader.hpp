@@ -61,7 +61,10 @@ struct LoaderOptions {
     std::int64_t leak_mib_per_epoch = 0;
     int leak_worker = 0;
     bool reopen_each_epoch = false;
-    std::int64_t step_us = 0;                // simulated training step in main, per batch
+    std::int64_t step_us = 0; // simulated training step in main, per batch
+    // Simulated per-sample work where the sample is loaded (decode, augmentation in
+    // __getitem__): slept, so that workers scale as they would with a core each.
+    std::int64_t transform_us = 0;
     std::int64_t epoch_pause_ms = 0;         // pause after each epoch (validation, checkpointing)
     std::optional<std::string> markers_path; // LOADERLENS_MARKERS
     std::optional<std::string> events_path;  // LOADERLENS_LOADER_EVENTS
