@@ -12,9 +12,11 @@
 #include "replay_command.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <iostream>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@ struct AdviseOptions {
     std::string keep;
     int train_epochs = 10;
     bool json = false, quiet = false, full_grid = false;
+    bool auto_epochs = true; // no --epochs: 2, or more when an epoch is short
 };
 
 // Sizes where 0 is a fine answer (parse_size takes 1 and up).
@@ -57,6 +60,21 @@ std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<Gr
     if (f.subset != 1.0) out.insert(out.end(), {"--subset", std::to_string(f.subset)});
     if (f.seed != 0) out.insert(out.end(), {"--seed", std::to_string(f.seed)});
     return out;
+}
+
+// Replays shorter than this measure throughput over too few batches (and memory over too few
+// samples: the fast tier reads every 100 ms).
+constexpr double min_loading_s = 2;
+constexpr int max_auto_epochs = 20;
+
+// More epochs when the first replay loaded for less than min_loading_s; nothing otherwise.
+std::optional<int> epochs_for_a_measure(const AdviseMeasure& m, int epochs) {
+    if (!m.ok || m.epochs <= 0 || m.seconds >= min_loading_s) return std::nullopt;
+    const double per_epoch = std::max(m.seconds / m.epochs, 1e-3);
+    const int wanted =
+        std::min(max_auto_epochs, static_cast<int>(std::ceil(min_loading_s / per_epoch)));
+    if (wanted <= epochs) return std::nullopt;
+    return wanted;
 }
 
 // Runs one setting under the recorder and measures its recording.
@@ -131,7 +149,8 @@ int run_advise(AdviseOptions& o) {
     if (!axes) return exit_bad_input;
     std::vector<GridAxis> varied, fixed;
     for (GridAxis& axis : *axes)
-        (axis.values.size() > 1 ? varied : fixed).push_back(axis);
+        // Workers stay in every setting's name, even as the only value.
+        (axis.values.size() > 1 || axis.flag == "workers" ? varied : fixed).push_back(axis);
     LoaderFlags base = o.base;
     for (const GridAxis& axis : fixed)
         base = with_setting(base, AdviseSetting{{{axis.flag, axis.values.front()}}});
@@ -184,6 +203,17 @@ int run_advise(AdviseOptions& o) {
             const auto row_started = std::chrono::steady_clock::now();
             run_row(row, base, directory, static_cast<int>(i + 1), run.assumptions, !o.keep.empty(),
                     killed_by);
+            if (i == 0 && o.auto_epochs && !killed_by)
+                if (auto more = epochs_for_a_measure(row.measure, base.epochs)) {
+                    run.notes.push_back(fmt::format(
+                        "{} epochs of the first setting took {:.2f} s: every replay runs {} "
+                        "epochs, for at least {:.0f} s of loading to measure",
+                        base.epochs, row.measure.seconds, *more, min_loading_s));
+                    base.epochs = run.replay_epochs = *more;
+                    run.replay_flags = shared_flags(base, fixed);
+                    row = AdviseRow{settings[i]};
+                    run_row(row, base, directory, 1, run.assumptions, !o.keep.empty(), killed_by);
+                }
             spent_on_rows += seconds_since(row_started);
         }
         run.rows.push_back(std::move(row));
@@ -259,7 +289,10 @@ Runner add_advise(CLI::App& app) {
     g->add_option("--batch", o->grid.batch, "Batch sizes")->capture_default_str();
     g->add_option("--prefetch", o->grid.prefetch, "Prefetch factors")->capture_default_str();
     auto* r = sub->add_option_group("Every replay");
-    add_whole_number_option(r, "--epochs", o->base.epochs, 1, 100, "Epochs per replay");
+    add_whole_number_option(r, "--epochs", o->base.epochs, 1, 100,
+                            "Epochs per replay (default 2, more when an epoch takes under a "
+                            "second: at least 2 s of loading)")
+        ->each([o](const std::string&) { o->auto_epochs = false; });
     r->add_option("--pattern", o->base.pattern, "Sampling pattern")->capture_default_str();
     r->add_option("--record-size", o->base.record_size, "Raw datasets: bytes per record");
     r->add_option("--step-time", o->base.step_time, "Training step per batch (e.g. 20ms)")

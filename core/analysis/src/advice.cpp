@@ -70,12 +70,16 @@ AccountedPeak account(const ReportData& report, Accounting accounting, bool pers
     const int epochs = static_cast<int>(report.diagnosis.epochs.size());
     if (persistent && epochs >= 2) {
         const auto highs = epoch_highs(*view, report.diagnosis.epochs);
+        // The first epoch starts from nothing mapped: its rise is warm-up, not growth per epoch.
+        // With three epochs or more, the mean rise of the later ones is the trend.
+        const std::size_t from = highs.size() >= 3 ? 1 : 0;
         if (highs.size() >= 2) {
-            const std::int64_t grew = highs.back() - highs.front();
+            const std::int64_t grew = highs.back() - highs[from];
+            const auto steps = static_cast<std::int64_t>(highs.size() - 1 - from);
             const auto noise = std::max<std::int64_t>(
                 growth_noise_kb,
                 static_cast<std::int64_t>(growth_noise_share * static_cast<double>(*view->peak)));
-            if (grew > noise) out.growth_per_epoch_kb = grew / (epochs - 1);
+            if (grew > noise) out.growth_per_epoch_kb = grew / steps;
         }
     }
     Kib basis = out.measured;
@@ -249,10 +253,12 @@ Recommendation recommend(std::vector<AdviseRow>& rows, Accounting accounting,
             row.verdict = "recommended";
         } else {
             const double best = rows[*pick].measure.samples_per_second;
+            const double top = rows[*fastest].measure.samples_per_second;
             const double own = row.measure.samples_per_second;
-            row.verdict = own < best ? "fits, " + share_text(1 - own / best) + " slower"
-                                     : "fits, as fast (within " + share_text(same_speed_share) +
-                                           ") with a smaller margin";
+            row.verdict = own >= (1 - same_speed_share) * top
+                              ? "fits, as fast (within " + share_text(same_speed_share) +
+                                    ") with a smaller margin"
+                              : "fits, " + share_text(1 - own / best) + " slower";
         }
     }
     out.row = pick;

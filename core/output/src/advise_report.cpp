@@ -64,6 +64,12 @@ std::string why_high(const AdviseRow& row) {
     return {};
 }
 
+// A margin below zero: "-40.5 MiB" (format_kib scales only what is above zero).
+std::string signed_kib(const Kib& kib) {
+    if (!kib) return "-";
+    return *kib < 0 ? "-" + format_kib(-*kib) : format_kib(kib);
+}
+
 nlohmann::json kib_json(const Kib& kib) {
     return kib ? nlohmann::json(*kib) : nlohmann::json(nullptr);
 }
@@ -119,10 +125,10 @@ std::string render_advise_text(const AdviseRun& run) {
         const bool measured = row.ran && row.measure.ok;
         const AccountedPeak* p = measured ? row.measure.peak(run.accounting) : nullptr;
         any_extrapolated = any_extrapolated || (p && p->extrapolated);
-        out += fmt::format(
-            "  {:>2}  {:<{}}  {:>10}  {:>11}  {:>11}  {}\n", i + 1, row.setting.label(), width,
-            measured ? rate(row.measure.samples_per_second) : "-", peak_cell(row, run.accounting),
-            row.margin_kb ? format_kib(row.margin_kb) : "-", row.verdict);
+        out +=
+            fmt::format("  {:>2}  {:<{}}  {:>10}  {:>11}  {:>11}  {}\n", i + 1, row.setting.label(),
+                        width, measured ? rate(row.measure.samples_per_second) : "-",
+                        peak_cell(row, run.accounting), signed_kib(row.margin_kb), row.verdict);
         if (measured && !row.measure.finding_kinds.empty()) {
             std::string kinds;
             for (const std::string& k : row.measure.finding_kinds)
@@ -149,7 +155,7 @@ std::string render_advise_text(const AdviseRun& run) {
                            "{}: margin {} ({:.0f}%)\n",
                            rate(row.measure.samples_per_second), row.measure.mib_per_second,
                            format_kib(p->counted), format_kib(run.limit_kb),
-                           to_string(run.accounting), format_kib(row.margin_kb),
+                           to_string(run.accounting), signed_kib(row.margin_kb),
                            100.0 * static_cast<double>(*row.margin_kb) /
                                static_cast<double>(run.limit_kb));
         out += "  why: " + r.reason + "\n";

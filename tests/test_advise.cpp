@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// `loaderlens advise` on a real dataset: the recommendation follows the accounting (a limit that
+// only low worker counts fit under Σ RSS, while every setting fits under Σ PSS), every row's
+// peak is what a replay of that setting alone records (±5%), the time budget, the exit statuses,
+// bad input in one line, and the progress bar on a terminal only.
+#include "replay_support.hpp"
+#include "support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace loaderlens;
+using namespace loaderlens::test;
+using nlohmann::json;
+
+namespace {
+
+// 64 MiB of 4 KiB samples: every mmap-view worker maps about all of it within one epoch of
+// shuffled reads (fault-around), so Σ RSS is about workers x 64 MiB, Σ PSS about 64 MiB.
+struct Dataset {
+    TempDir dir;
+    std::string npy = dir.file("images.npy");
+    Dataset() { mkdata({"npy", npy, "--size", "64MiB", "--shape", "4096", "--dtype", "u1"}); }
+};
+
+// 50 us of work per sample in the worker: 4 workers load about twice as fast as 2.
+const std::vector<std::string> grid{
+    "--read", "mmap-view",        "--workers", "1,2,4", "--persistent",
+    "no",     "--transform-time", "50us",      "-q"};
+
+json advise_json(const std::string& dataset, const std::vector<std::string>& extra,
+                 int expected_exit = 0) {
+    std::vector<std::string> argv{cli_path(), "advise", dataset, "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const RunResult r = run(argv, std::chrono::seconds(240));
+    BOOST_REQUIRE_MESSAGE(r.exit_code == expected_exit,
+                          "advise exited " + std::to_string(r.exit_code) + ": " + r.err);
+    return json::parse(r.out);
+}
+
+const json& row_with(const json& out, const std::string& label) {
+    for (const json& row : out["rows"])
+        if (row["label"] == label) return row;
+    BOOST_FAIL("no row " + label);
+    throw;
+}
+
+// The peak a view's report says, in KiB, from `report --json` of a recording.
+std::int64_t view_peak(const std::string& recording, const std::string& key) {
+    const RunResult r = run({cli_path(), "report", "--json", recording});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const json report = json::parse(r.out);
+    for (const json& view : report["schedulers"])
+        if (view["key"] == key) return view["peak_kib"].get<std::int64_t>();
+    BOOST_FAIL("no view " + key);
+    return 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(advise)
+
+BOOST_AUTO_TEST_CASE(the_recommendation_follows_the_accounting) {
+    Dataset data;
+    // Σ RSS: about 70 MiB with 1 worker, 135 MiB with 2, 265 MiB with 4; Σ PSS about 70 MiB.
+    std::vector<std::string> args = grid;
+    args.insert(args.end(), {"--mem-limit", "200M", "--accounting", "linux"});
+    const json linux = advise_json(data.npy, args);
+    args.back() = "usepss";
+    const json pss = advise_json(data.npy, args);
+
+    for (const json* out : {&linux, &pss}) {
+        BOOST_REQUIRE_EQUAL((*out)["rows"].size(), 3u);
+        for (const json& row : (*out)["rows"])
+            BOOST_REQUIRE_MESSAGE(row["ok"] == true, row["label"].dump() + row.dump());
+    }
+    // Under Σ RSS, four workers count four maps of the file: over 200 MiB.
+    const json& four = row_with(linux, "workers=4");
+    BOOST_TEST(four["fits"] == false);
+    BOOST_TEST(four["peaks"]["linux"]["measured_kib"].get<std::int64_t>() > 200 * 1024);
+    BOOST_TEST(four["verdict"].get<std::string>().starts_with("over the limit by"));
+    BOOST_TEST(row_with(linux, "workers=2")["fits"] == true);
+    BOOST_TEST(linux["recommendation"]["label"] == "workers=2");
+    // Under Σ PSS the file is counted once: everything fits, and four workers are the fastest.
+    for (const json& row : pss["rows"])
+        BOOST_TEST(row["fits"] == true);
+    BOOST_TEST(pss["recommendation"]["label"] == "workers=4");
+    BOOST_TEST(row_with(pss, "workers=4")["samples_per_second"].get<double>() >
+               1.5 * row_with(pss, "workers=2")["samples_per_second"].get<double>());
+    // Each run also says what the other accounting would pick, from the same rows.
+    BOOST_TEST(linux["by_accounting"]["usepss"]["label"] == "workers=4");
+    BOOST_TEST(pss["by_accounting"]["linux"]["label"] == "workers=2");
+    BOOST_TEST(linux["recommendation"]["command"].get<std::string>().ends_with("--workers 2"));
+}
+
+BOOST_AUTO_TEST_CASE(every_row_matches_a_replay_of_its_setting_alone) {
+    Dataset data;
+    std::vector<std::string> args = grid;
+    args.insert(args.end(), {"--mem-limit", "4G"});
+    const json out = advise_json(data.npy, args);
+    for (const json& row : out["rows"]) {
+        BOOST_REQUIRE(row["ok"] == true);
+        // The replay the row stands for, from its flags (not from advise's own command line).
+        std::vector<std::string> replay_args{data.npy};
+        for (const json& flag : out["replay"]["flags"])
+            replay_args.push_back(flag.get<std::string>());
+        for (const auto& [flag, value] : row["setting"].items()) {
+            const std::string v = value.get<std::string>();
+            if (v == "yes") replay_args.push_back("--" + flag);
+            if (v != "yes" && v != "no") replay_args.insert(replay_args.end(), {"--" + flag, v});
+        }
+        // advise reads PSS and the cgroup four times a second (docs/advise.md): so does this.
+        replay_args.insert(replay_args.end(),
+                           {"--interval", "rollup=250ms", "--interval", "cgroup=250ms"});
+        const std::string recording = data.dir.file("alone.db");
+        replay(recording, replay_args);
+        for (const auto& [accounting, key] :
+             {std::pair{"linux", "slurm_linux"}, std::pair{"usepss", "slurm_usepss"}}) {
+            const double in_advise = row["peaks"][accounting]["measured_kib"].get<double>();
+            const double alone = static_cast<double>(view_peak(recording, key));
+            BOOST_TEST_INFO(row["label"].get<std::string>() + " " + accounting);
+            BOOST_TEST(in_advise == alone, boost::test_tools::tolerance(0.05));
+        }
+        std::filesystem::remove(recording);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_time_budget_bounds_the_grid_and_nothing_fitting_exits_3) {
+    Dataset data;
+    // One second of budget: the first setting runs, the others are listed as not run.
+    const json out = advise_json(data.npy,
+                                 {"--workers", "1,2", "--read", "pread", "--persistent", "no",
+                                  "--budget", "1s", "--mem-limit", "1M", "-q"},
+                                 3);
+    BOOST_REQUIRE_EQUAL(out["rows"].size(), 2u);
+    BOOST_TEST(out["rows"][0]["ran"] == true);
+    BOOST_TEST(out["rows"][1]["ran"] == false);
+    BOOST_TEST(out["rows"][1]["verdict"] == "not run: the time budget (--budget 1s) was spent");
+    BOOST_TEST(out["recommendation"]["row"].is_null());
+    BOOST_TEST(out["recommendation"]["reason"].get<std::string>().starts_with(
+        "none of the 1 settings measured fits under linux"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_one_line_naming_it) {
+    Dataset data;
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{data.npy, "--mem-limit", "lots"}, "--mem-limit lots"},
+        {{data.npy, "--mem-limit", "4G", "--accounting", "rss"}, "--accounting rss"},
+        {{data.npy, "--mem-limit", "4G", "--workers", "1,x"}, "--workers 1,x"},
+        {{data.npy, "--mem-limit", "4G", "--budget", "soon"}, "--budget soon"},
+        {{data.npy, "--mem-limit", "4G", "--reserve", "plenty"}, "--reserve plenty"},
+        {{data.dir.file("missing.npy"), "--mem-limit", "4G"}, "missing.npy"},
+    };
+    for (const auto& [args, named] : cases) {
+        std::vector<std::string> argv{cli_path(), "advise"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const RunResult r = run(argv);
+        BOOST_TEST_INFO(named);
+        BOOST_TEST(r.exit_code == 2);
+        BOOST_TEST(lines_of(r.err).size() == 1u);
+        BOOST_TEST(r.err.find(named) != std::string::npos);
+        BOOST_TEST(r.out.empty());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_progress_bar_on_a_terminal_only) {
+    Dataset data;
+    const std::vector<std::string> args{cli_path(), "advise",      data.npy, "--workers",
+                                        "1",        "--read",      "pread",  "--persistent",
+                                        "no",       "--mem-limit", "4G"};
+    std::string line;
+    for (const std::string& a : args)
+        line += "'" + a + "' ";
+    // script(1) gives the command a terminal; its output is what the terminal showed.
+    const RunResult tty = run({"script", "-qec", line, "/dev/null"});
+    BOOST_TEST(tty.exit_code == 0);
+    BOOST_TEST(tty.out.find("advise [") != std::string::npos);
+    BOOST_TEST(tty.out.find("Recommendation: workers=1") != std::string::npos);
+    const RunResult piped = run(args);
+    BOOST_TEST(piped.exit_code == 0);
+    BOOST_TEST(piped.err.find("advise [") == std::string::npos);
+    BOOST_TEST(piped.out.find("Recommendation: workers=1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
