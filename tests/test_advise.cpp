@@ -15,18 +15,18 @@ using nlohmann::json;
 
 namespace {
 
-// 64 MiB of 4 KiB samples: every mmap-view worker maps about all of it within one epoch of
-// shuffled reads (fault-around), so Σ RSS is about workers x 64 MiB, Σ PSS about 64 MiB.
+// 32 MiB of 4 KiB samples: every mmap-view worker maps about all of it within one epoch of
+// shuffled reads (fault-around), so Σ RSS is about workers x 32 MiB, Σ PSS about 32 MiB.
 struct Dataset {
     TempDir dir;
     std::string npy = dir.file("images.npy");
-    Dataset() { mkdata({"npy", npy, "--size", "64MiB", "--shape", "4096", "--dtype", "u1"}); }
+    Dataset() { mkdata({"npy", npy, "--size", "32MiB", "--shape", "4096", "--dtype", "u1"}); }
 };
 
 // 50 us of work per sample in the worker: 4 workers load about twice as fast as 2.
 const std::vector<std::string> grid{
-    "--read", "mmap-view",        "--workers", "1,2,4", "--persistent",
-    "no",     "--transform-time", "50us",      "-q"};
+    "--read", "mmap-view", "--workers", "1,2,4", "--persistent", "no", "--transform-time",
+    "50us",   "--epochs",  "2",         "-q"};
 
 json advise_json(const std::string& dataset, const std::vector<std::string>& extra,
                  int expected_exit = 0) {
@@ -62,9 +62,9 @@ BOOST_AUTO_TEST_SUITE(advise)
 
 BOOST_AUTO_TEST_CASE(the_recommendation_follows_the_accounting) {
     Dataset data;
-    // Σ RSS: about 70 MiB with 1 worker, 135 MiB with 2, 265 MiB with 4; Σ PSS about 70 MiB.
+    // Σ RSS: about 45 MiB with 1 worker, 80 MiB with 2, 140 MiB with 4; Σ PSS about 45 MiB.
     std::vector<std::string> args = grid;
-    args.insert(args.end(), {"--mem-limit", "200M", "--accounting", "linux"});
+    args.insert(args.end(), {"--mem-limit", "100M", "--accounting", "linux"});
     const json linux = advise_json(data.npy, args);
     args.back() = "usepss";
     const json pss = advise_json(data.npy, args);
@@ -74,10 +74,10 @@ BOOST_AUTO_TEST_CASE(the_recommendation_follows_the_accounting) {
         for (const json& row : (*out)["rows"])
             BOOST_REQUIRE_MESSAGE(row["ok"] == true, row["label"].dump() + row.dump());
     }
-    // Under Σ RSS, four workers count four maps of the file: over 200 MiB.
+    // Under Σ RSS, four workers count four maps of the file: over 100 MiB.
     const json& four = row_with(linux, "workers=4");
     BOOST_TEST(four["fits"] == false);
-    BOOST_TEST(four["peaks"]["linux"]["measured_kib"].get<std::int64_t>() > 200 * 1024);
+    BOOST_TEST(four["peaks"]["linux"]["measured_kib"].get<std::int64_t>() > 100 * 1024);
     BOOST_TEST(four["verdict"].get<std::string>().starts_with("over the limit by"));
     BOOST_TEST(row_with(linux, "workers=2")["fits"] == true);
     BOOST_TEST(linux["recommendation"]["label"] == "workers=2");
@@ -127,11 +127,13 @@ BOOST_AUTO_TEST_CASE(every_row_matches_a_replay_of_its_setting_alone) {
 
 BOOST_AUTO_TEST_CASE(the_time_budget_bounds_the_grid_and_nothing_fitting_exits_3) {
     Dataset data;
-    // One second of budget: the first setting runs, the others are listed as not run.
-    const json out = advise_json(data.npy,
-                                 {"--workers", "1,2", "--read", "pread", "--persistent", "no",
-                                  "--budget", "1s", "--mem-limit", "1M", "-q"},
-                                 3);
+    // One second of budget and a first setting that loads for 1.6 s (8192 samples x 200 us): it
+    // runs, the next is listed as not run.
+    const json out =
+        advise_json(data.npy,
+                    {"--workers", "1,2", "--read", "pread", "--persistent", "no", "--budget", "1s",
+                     "--mem-limit", "1M", "--epochs", "1", "--transform-time", "200us", "-q"},
+                    3);
     BOOST_REQUIRE_EQUAL(out["rows"].size(), 2u);
     BOOST_TEST(out["rows"][0]["ran"] == true);
     BOOST_TEST(out["rows"][1]["ran"] == false);
@@ -165,9 +167,9 @@ BOOST_AUTO_TEST_CASE(bad_input_is_one_line_naming_it) {
 
 BOOST_AUTO_TEST_CASE(a_progress_bar_on_a_terminal_only) {
     Dataset data;
-    const std::vector<std::string> args{cli_path(), "advise",      data.npy, "--workers",
-                                        "1",        "--read",      "pread",  "--persistent",
-                                        "no",       "--mem-limit", "4G"};
+    const std::vector<std::string> args{
+        cli_path(),     "advise", data.npy,      "--workers", "1",        "--read", "pread",
+        "--persistent", "no",     "--mem-limit", "4G",        "--epochs", "1"};
     std::string line;
     for (const std::string& a : args)
         line += "'" + a + "' ";
