@@ -15,10 +15,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <unistd.h>
+#include <vector>
 
 namespace loaderlens::cli {
 
@@ -31,6 +33,7 @@ struct AdviseOptions {
     std::string keep;
     int train_epochs = 10;
     bool json = false, quiet = false, full_grid = false;
+    bool cold = false;
     bool auto_epochs = true; // no --epochs: 2, or more when an epoch is short
 };
 
@@ -75,6 +78,24 @@ std::optional<int> epochs_for_a_measure(const AdviseMeasure& m, int epochs) {
         std::min(max_auto_epochs, static_cast<int>(std::ceil(min_loading_s / per_epoch)));
     if (wanted <= epochs) return std::nullopt;
     return wanted;
+}
+
+// Every setting starts with the dataset's page cache alike: read once before the grid (warm), or
+// dropped before each replay (--cold: POSIX_FADV_DONTNEED drops the file's clean pages, no root
+// needed). Otherwise the first setting would pay for reading from disk and the others not.
+void prepare_page_cache(const std::string& file, bool cold) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return; // the replay says why it cannot read it
+    if (cold) {
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    } else {
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        std::vector<char> buffer(1 << 20);
+        off_t offset = 0;
+        for (ssize_t n; (n = ::pread(fd, buffer.data(), buffer.size(), offset)) > 0;)
+            offset += n;
+    }
+    ::close(fd);
 }
 
 // Runs one setting under the recorder and measures its recording.
@@ -168,6 +189,10 @@ int run_advise(AdviseOptions& o) {
     run.replay_epochs = o.base.epochs;
     run.replay_flags = shared_flags(base, fixed);
     run.budget_s = static_cast<double>(*budget_us) / 1e6;
+    run.page_cache = o.cold ? "cold: the dataset's page cache was dropped before each replay "
+                              "(its clean pages; --cold)"
+                            : "warm: the dataset was read once before the first replay, so every "
+                              "replay starts alike (--cold: from disk)";
 
     std::string directory = o.keep;
     if (directory.empty()) {
@@ -200,6 +225,7 @@ int run_advise(AdviseOptions& o) {
             row.not_run = "the time budget (--budget " + o.budget + ") was spent";
         } else {
             progress.show(i, settings.size(), elapsed, row.setting.label());
+            if (o.cold || i == 0) prepare_page_cache(layout.data_file, o.cold);
             const auto row_started = std::chrono::steady_clock::now();
             run_row(row, base, directory, static_cast<int>(i + 1), run.assumptions, !o.keep.empty(),
                     killed_by);
@@ -212,6 +238,7 @@ int run_advise(AdviseOptions& o) {
                     base.epochs = run.replay_epochs = *more;
                     run.replay_flags = shared_flags(base, fixed);
                     row = AdviseRow{settings[i]};
+                    if (o.cold) prepare_page_cache(layout.data_file, true);
                     run_row(row, base, directory, 1, run.assumptions, !o.keep.empty(), killed_by);
                 }
             spent_on_rows += seconds_since(row_started);
@@ -278,6 +305,9 @@ Runner add_advise(CLI::App& app) {
     sub->add_flag("-q,--quiet", o->quiet, "No progress bar");
     sub->add_flag("--full-grid", o->full_grid,
                   "Every combination of the lists, instead of two rounds");
+    sub->add_flag("--cold", o->cold,
+                  "Drop the dataset's page cache before each replay (default: read it once "
+                  "before the first, so every replay starts warm)");
     sub->add_option("--keep", o->keep, "Keep each replay's recording in this directory");
     auto* g = sub->add_option_group("Grid (comma-separated values)");
     g->add_option("--workers", o->grid.workers, "Worker counts")->capture_default_str();

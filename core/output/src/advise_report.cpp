@@ -104,6 +104,7 @@ std::string render_advise_text(const AdviseRun& run) {
                        ran, run.rows.size(), run.elapsed_s, run.budget_s,
                        run.interrupted ? ", interrupted" : "", run.replay_epochs,
                        run.replay_epochs == 1 ? "" : "s", shared);
+    if (!run.page_cache.empty()) out += "  cache      " + run.page_cache + "\n";
     const AdviseAssumptions& a = run.assumptions;
     out += fmt::format("  assumed    {} for the rest of the job, {} per worker (--reserve, "
                        "--per-worker){}\n",
@@ -259,6 +260,7 @@ std::string render_advise_json(const AdviseRun& run) {
                    {"rows", rows},
                    {"recommendation", recommendation},
                    {"by_accounting", by_accounting},
+                   {"page_cache", run.page_cache},
                    {"notes", run.notes}};
     return out.dump(2) + "\n";
 }

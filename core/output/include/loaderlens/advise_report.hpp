@@ -25,6 +25,7 @@ struct AdviseRun {
     Recommendation recommendation; // under `accounting`
     // The recommendation each accounting would make over the same rows.
     std::vector<std::pair<Accounting, Recommendation>> by_accounting;
+    std::string page_cache; // how each replay found the dataset's page cache
     std::vector<std::string> notes;
 };
 
