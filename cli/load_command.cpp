@@ -83,7 +83,8 @@ Runner add_load(CLI::App& app) {
         options->sampled_path = environment("LOADERLENS_SAMPLED");
         try {
             if (auto problem = dataset_bounds_problem(
-                    *options, probes::inspect_dataset(options->dataset, options->record_bytes))) {
+                    *options, probes::inspect_dataset(options->dataset, options->record_bytes,
+                                                      options->hdf5_dataset))) {
                 print_error(*problem);
                 return exit_bad_input;
             }

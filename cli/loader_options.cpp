@@ -10,7 +10,8 @@
 namespace loaderlens::cli {
 
 void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
-    sub->add_option("dataset", f.dataset, "Dataset: .npy file, raw file, or LMDB directory")
+    sub->add_option("dataset", f.dataset,
+                    "Dataset: .npy file, raw file, LMDB directory, or HDF5 file")
         ->required();
     sub->add_option("--record-size", f.record_size, "Raw datasets: bytes per record (64KiB...)");
     auto* g = sub->add_option_group("Sampling");
@@ -75,6 +76,13 @@ void add_loader_flags(CLI::App* sub, LoaderFlags& f) {
         ->capture_default_str();
     m->add_option("--readahead", f.readahead, "LMDB: on, or off (MDB_NORDAHEAD)")
         ->capture_default_str();
+    m->add_option("--hdf5-dataset", f.hdf5_dataset,
+                  "HDF5: the dataset to read (default: the only one in the file, else data)");
+    m->add_option("--hdf5-open", f.hdf5_open,
+                  "HDF5: open the file in the parent before fork, or in each worker")
+        ->capture_default_str();
+    m->add_option("--chunk-cache", f.chunk_cache,
+                  "HDF5: chunk cache per process and dataset (H5Pset_chunk_cache; default 1MiB)");
     m->add_flag("--reopen-each-epoch", f.reopen_each_epoch,
                 "Workers drop and reopen their map/env at each epoch");
 }
@@ -91,6 +99,8 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     auto pause = parse_duration_us(f.epoch_pause);
     auto transform = parse_duration_us(f.transform_time);
     auto record_bytes = f.record_size ? parse_size(*f.record_size) : std::nullopt;
+    auto hdf5_open = parse_hdf5_open(f.hdf5_open);
+    auto chunk_cache = f.chunk_cache ? parse_size(*f.chunk_cache) : std::nullopt;
     // The first flag whose value did not parse, with what it expects.
     struct Check {
         bool ok;
@@ -111,6 +121,9 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
          "a duration like 2ms or 500us"},
         {!f.record_size || record_bytes.has_value(), "--record-size",
          f.record_size ? *f.record_size : f.dataset, "a size like 4096 or 64KiB"},
+        {hdf5_open.has_value(), "--hdf5-open", f.hdf5_open, "parent or worker"},
+        {!f.chunk_cache || chunk_cache.has_value(), "--chunk-cache",
+         f.chunk_cache ? *f.chunk_cache : f.dataset, "a size like 0, 1MiB or 64MiB"},
     };
     if (f.dataset.empty()) {
         print_error("\"\": the dataset's name is empty");
@@ -147,6 +160,9 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     o.advice = *advice;
     o.lmdb_open = *lmdb_open;
     o.readahead = f.readahead == "on";
+    o.hdf5_dataset = f.hdf5_dataset;
+    o.hdf5_open = *hdf5_open;
+    o.chunk_cache_bytes = chunk_cache;
     o.cow_heap_mib = f.cow_heap_mib;
     o.prefork_anon_mib = f.prefork_anon_mib;
     o.leak_mib_per_epoch = f.leak_mib_per_epoch;
@@ -198,9 +214,12 @@ std::vector<std::string> to_load_arguments(const LoaderFlags& f) {
                                   "--read",           f.read,
                                   "--advice",         f.advice,
                                   "--lmdb-open",      f.lmdb_open,
-                                  "--readahead",      f.readahead};
+                                  "--readahead",      f.readahead,
+                                  "--hdf5-open",      f.hdf5_open};
     if (f.record_size) args.insert(args.end(), {"--record-size", *f.record_size});
     if (f.trace) args.insert(args.end(), {"--trace", *f.trace});
+    if (!f.hdf5_dataset.empty()) args.insert(args.end(), {"--hdf5-dataset", f.hdf5_dataset});
+    if (f.chunk_cache) args.insert(args.end(), {"--chunk-cache", *f.chunk_cache});
     for (auto [set, flag] : {std::pair{f.drop_last, "--drop-last"},
                              {f.persistent, "--persistent"},
                              {f.pin, "--pin"},

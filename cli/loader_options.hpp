@@ -35,6 +35,9 @@ struct LoaderFlags {
     std::string advice = "normal";
     std::string lmdb_open = "worker";
     std::string readahead = "on";
+    std::string hdf5_dataset;
+    std::string hdf5_open = "worker";
+    std::optional<std::string> chunk_cache;
     std::int64_t cow_heap_mib = 0;
     std::int64_t prefork_anon_mib = 0;
     std::int64_t leak_mib_per_epoch = 0;

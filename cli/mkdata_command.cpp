@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `loaderlens mkdata npy|raw|lmdb PATH`: generate a dataset of known size and deterministic
+// `loaderlens mkdata npy|raw|lmdb|hdf5 PATH`: generate a dataset of known size and deterministic
 // content for the reference loader (docs/datasets.md).
 #include "commands.hpp"
 #include "loaderlens/probes/mkdata.hpp"
@@ -117,6 +117,7 @@ struct MkdataCliOptions {
     std::optional<std::int64_t> count;
     std::string size, record_size, value_size;
     std::string shape = "3x32x32";
+    std::string chunks;            // hdf5: "" = contiguous
     std::int64_t record_bytes = 0; // set by complete_options
 };
 
@@ -132,13 +133,24 @@ CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string
     CLI::Option* size = sub->add_option(
         "--size", o.size, "Total record bytes instead of --count (e.g. 4096, 64KiB, 256MiB, 1GiB)");
     count->excludes(size);
-    if (kind == probes::DatasetKind::npy) {
+    const bool shaped = kind == probes::DatasetKind::npy || kind == probes::DatasetKind::hdf5;
+    if (shaped) {
         sub->add_option("--shape", o.shape, "Shape of one record, e.g. 3x32x32 (\"\": scalars)")
             ->capture_default_str();
         sub->add_option("--dtype", o.dataset.dtype, "numpy element type")
             ->check(CLI::IsMember(
                 {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"}))
             ->capture_default_str();
+    }
+    if (kind == probes::DatasetKind::hdf5) {
+        sub->add_option("--chunks", o.chunks,
+                        "Chunk shape, all dimensions, e.g. 16x3x32x32 (default: contiguous)");
+        add_whole_number_option<int>(
+            sub, "--gzip", [&o](int level) { o.dataset.hdf5_gzip = level; }, 1, 9,
+            "gzip (deflate) level of each chunk (needs --chunks)");
+        sub->add_option("--dataset", o.dataset.hdf5_dataset, "Name of the dataset in the file")
+            ->capture_default_str();
+    } else if (kind == probes::DatasetKind::npy) {
         add_whole_number_option<int>(
             sub, "--npy-version", [&o](int version) { o.dataset.npy_version = version; }, 1, 3,
             ".npy format version (default: the lowest that fits)");
@@ -159,7 +171,17 @@ CLI::App* add_kind(CLI::App& mkdata, probes::DatasetKind kind, const std::string
 bool complete_options(MkdataCliOptions& o) {
     probes::MkdataOptions& d = o.dataset;
     std::int64_t record_bytes = 0;
-    if (d.kind == probes::DatasetKind::npy) {
+    if (d.kind == probes::DatasetKind::npy || d.kind == probes::DatasetKind::hdf5) {
+        if (d.kind == probes::DatasetKind::hdf5 && !o.chunks.empty()) {
+            auto chunks = parse_shape(o.chunks);
+            if (!chunks || chunks->empty()) {
+                print_error("--chunks " + o.chunks +
+                            ": expected positive dimensions like 16x3x32x32, one per dimension "
+                            "of the dataset (the first along the samples)");
+                return false;
+            }
+            d.hdf5_chunks = *chunks;
+        }
         auto shape = parse_shape(o.shape);
         if (!shape) {
             print_error("--shape " + o.shape +
@@ -230,17 +252,20 @@ std::optional<std::string> space_problem(const MkdataCliOptions& o) {
 Runner add_mkdata(CLI::App& app) {
     auto o = std::make_shared<MkdataCliOptions>();
     CLI::App* mkdata = app.add_subcommand(
-        "mkdata", "Generate a dataset of deterministic content (npy, raw records, LMDB)");
+        "mkdata", "Generate a dataset of deterministic content (npy, raw records, LMDB, HDF5)");
     mkdata->require_subcommand(1);
     using probes::DatasetKind;
     CLI::App* npy = add_kind(*mkdata, DatasetKind::npy, "A .npy array: (count, *shape)", *o);
     CLI::App* raw = add_kind(*mkdata, DatasetKind::raw, "A file of fixed-size records", *o);
+    CLI::App* hdf5 =
+        add_kind(*mkdata, DatasetKind::hdf5, "An HDF5 file with one dataset (count, *shape)", *o);
     add_kind(*mkdata, DatasetKind::lmdb, "An LMDB environment: keys 0..count-1 (8-byte big-endian)",
              *o);
-    return [o, npy, raw] {
-        o->dataset.kind = npy->parsed()   ? DatasetKind::npy
-                          : raw->parsed() ? DatasetKind::raw
-                                          : DatasetKind::lmdb;
+    return [o, npy, raw, hdf5] {
+        o->dataset.kind = npy->parsed()    ? DatasetKind::npy
+                          : raw->parsed()  ? DatasetKind::raw
+                          : hdf5->parsed() ? DatasetKind::hdf5
+                                           : DatasetKind::lmdb;
         ProgressBar bar(o->dataset.path);
         if (auto problem = output_name_problem("", o->dataset.path)) {
             print_error(*problem);

@@ -3,6 +3,7 @@
 // address record i (file, offset, record size, count).
 #include "loaderlens/probes/dataset.hpp"
 
+#include "hdf5_file.hpp"
 #include "lmdb_tree.hpp"
 
 #include <cerrno>
@@ -209,17 +210,24 @@ const char* to_string(DatasetKind kind) {
         return "raw";
     case DatasetKind::lmdb:
         return "lmdb";
+    case DatasetKind::hdf5:
+        return "hdf5";
     }
     return "unknown";
 }
 
-DatasetLayout inspect_dataset(const std::string& path,
-                              std::optional<std::int64_t> raw_record_bytes) {
+DatasetLayout inspect_dataset(const std::string& path, std::optional<std::int64_t> raw_record_bytes,
+                              const std::string& hdf5_dataset) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail(path, std::strerror(errno));
     if (S_ISDIR(st.st_mode)) return inspect_lmdb(path);
     if (!S_ISREG(st.st_mode)) fail(path, "not a regular file or a directory");
     if (starts_with_npy_magic(path)) return inspect_npy(path);
+    // Named like HDF5 but without its signature: a wrong file, not raw records to guess at.
+    const bool hdf5_name = path.ends_with(".h5") || path.ends_with(".hdf5");
+    if (has_hdf5_signature(path)) return inspect_hdf5(path, hdf5_dataset);
+    if (hdf5_name) fail(path, "not an HDF5 file (no HDF5 signature at 0, 512, 1024, 2048...)");
+    if (!hdf5_dataset.empty()) fail(path, "--hdf5-dataset " + hdf5_dataset + ": not an HDF5 file");
     return inspect_raw(path, st.st_size, raw_record_bytes);
 }
 

@@ -26,6 +26,30 @@ namespace {
 // More results in flight than this would not fit in one pipe (see WorkerPool::start).
 constexpr int max_batches_in_flight = 4096;
 
+// HDF5 reads through its own file driver (pread into its chunk cache): the map and advice knobs
+// have nothing to act on, and the HDF5 knobs nothing elsewhere.
+void validate_hdf5(const LoaderOptions& o, const DatasetLayout& layout) {
+    if (layout.kind != DatasetKind::hdf5) {
+        const char* flag = o.chunk_cache_bytes               ? "--chunk-cache"
+                           : !o.hdf5_dataset.empty()         ? "--hdf5-dataset"
+                           : o.hdf5_open == Hdf5Open::parent ? "--hdf5-open"
+                                                             : nullptr;
+        if (flag)
+            throw LoaderError(std::string(flag) + " is for HDF5 files; " + layout.path + " is " +
+                              to_string(layout.kind));
+        return;
+    }
+    if (o.read == ReadMode::mmap_copy)
+        throw LoaderError("--read mmap-copy: HDF5 reads with pread through its own driver; "
+                          "leave --read out (or pread)");
+    if (o.advice != Advice::normal)
+        throw LoaderError("--advice " + std::string(to_string(o.advice)) +
+                          ": HDF5 reads through its own file descriptor; not supported for HDF5");
+    if (o.chunk_cache_bytes && (*o.chunk_cache_bytes < 0 || *o.chunk_cache_bytes > (1LL << 40)))
+        throw LoaderError("--chunk-cache " + std::to_string(*o.chunk_cache_bytes) +
+                          ": expected 0 to 1 TiB");
+}
+
 void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (o.epochs < 1) throw LoaderError("--epochs " + std::to_string(o.epochs) + ": must be >= 1");
     if (o.prefetch < 1)
@@ -44,6 +68,7 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (!lmdb && !o.readahead)
         throw LoaderError("--readahead off is LMDB's MDB_NORDAHEAD; for " +
                           std::string(to_string(layout.kind)) + " files use --advice random");
+    validate_hdf5(o, layout);
     if (o.cow_heap_mib < 0 || o.cow_heap_mib > (1 << 20))
         throw LoaderError("--cow-heap " + std::to_string(o.cow_heap_mib) +
                           ": expected MiB between 0 and 1048576");
@@ -82,6 +107,7 @@ class Loader {
     void start_workers(int epoch, int generation);
     void note_progress(const Batch& batch, int worker, const EpochStats& stats);
     std::size_t batch_bytes(const Batch& batch) const;
+    nlohmann::json hdf5_config() const;
 
     const LoaderOptions& o_;
     const DatasetLayout& layout_;
@@ -142,6 +168,23 @@ Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const 
             std::make_unique<PinnedStaging>(static_cast<std::size_t>(in_flight_), slot_bytes_);
         summary_.pin_staging_bytes = static_cast<std::int64_t>(staging_->size());
     }
+}
+
+// What the diagnosis needs of an HDF5 run (null for other kinds): where the file was opened, the
+// chunk cache each process that opens it gets, and the storage it acts on.
+nlohmann::json Loader::hdf5_config() const {
+    if (layout_.kind != DatasetKind::hdf5) return nullptr;
+    const auto& h = layout_.hdf5;
+    return {{"open", to_string(o_.hdf5_open)},
+            {"dataset", h.dataset},
+            {"storage", h.storage},
+            {"shape", h.shape},
+            {"chunks", h.chunks},
+            {"chunk_bytes", h.chunk_bytes},
+            {"filters", h.filters},
+            {"type", h.type},
+            {"chunk_cache_bytes", o_.chunk_cache_bytes.value_or(hdf5_default_chunk_cache_bytes)},
+            {"chunk_cache_default", !o_.chunk_cache_bytes.has_value()}};
 }
 
 std::size_t Loader::batch_bytes(const Batch& batch) const {
@@ -288,10 +331,12 @@ LoaderSummary Loader::run() {
                    {"prefetch", o_.prefetch},
                    {"persistent", o_.persistent},
                    {"pin", o_.pin},
-                   {"read", to_string(o_.read)},
+                   // HDF5 reads with pread whatever --read says (its sec2 driver)
+                   {"read", layout_.kind == DatasetKind::hdf5 ? "pread" : to_string(o_.read)},
                    {"advice", to_string(o_.advice)},
                    {"lmdb_open", to_string(o_.lmdb_open)},
                    {"readahead", o_.readahead},
+                   {"hdf5", hdf5_config()},
                    {"cow_heap_mib", o_.cow_heap_mib},
                    {"prefork_anon_mib", o_.prefork_anon_mib},
                    {"leak_mib_per_epoch", o_.leak_mib_per_epoch},
@@ -340,7 +385,7 @@ double EpochStats::mib_per_second() const {
 }
 
 LoaderOptions check_loader(const LoaderOptions& options, DatasetLayout& layout) {
-    layout = inspect_dataset(options.dataset, options.record_bytes);
+    layout = inspect_dataset(options.dataset, options.record_bytes, options.hdf5_dataset);
     LoaderOptions resolved = options;
     if (resolved.pattern.pattern == Pattern::trace) {
         if (!resolved.trace_path)

@@ -38,6 +38,10 @@ constexpr std::array<std::pair<LmdbOpen, const char*>, 2> lmdb_opens{{
     {LmdbOpen::parent, "parent"},
     {LmdbOpen::worker, "worker"},
 }};
+constexpr std::array<std::pair<Hdf5Open, const char*>, 2> hdf5_opens{{
+    {Hdf5Open::parent, "parent"},
+    {Hdf5Open::worker, "worker"},
+}};
 } // namespace
 
 std::optional<ReadMode> parse_read_mode(std::string_view name) {
@@ -57,6 +61,12 @@ const char* to_string(Advice advice) {
 }
 const char* to_string(LmdbOpen open) {
     return name_of(lmdb_opens, open);
+}
+std::optional<Hdf5Open> parse_hdf5_open(std::string_view name) {
+    return find_by_name(hdf5_opens, name);
+}
+const char* to_string(Hdf5Open open) {
+    return name_of(hdf5_opens, open);
 }
 
 } // namespace loaderlens::probes

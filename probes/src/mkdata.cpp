@@ -3,6 +3,7 @@
 // memory under a temporary name and renamed into place.
 #include "loaderlens/probes/mkdata.hpp"
 
+#include "hdf5_file.hpp"
 #include "splitmix.hpp"
 
 #include <array>
@@ -311,6 +312,39 @@ void write_npy(TemporaryPath& temp, const MkdataOptions& options) {
     write_records(temp.fd(), options, dtype, record_bytes);
 }
 
+void write_hdf5_file(TemporaryPath& temp, const MkdataOptions& options) {
+    const Dtype& dtype = find_dtype(options.dtype);
+    Hdf5WriteSpec spec;
+    spec.path = temp.path();
+    spec.dataset_name = options.hdf5_dataset;
+    spec.count = options.count;
+    spec.sample_shape = options.sample_shape;
+    spec.chunks = options.hdf5_chunks;
+    spec.gzip_level = options.hdf5_gzip;
+    spec.dtype = options.dtype;
+    spec.record_bytes = dtype.itemsize;
+    for (std::int64_t dim : options.sample_shape) {
+        if (dim < 1) throw DatasetError("--shape: every dimension must be at least 1");
+        if (__builtin_mul_overflow(spec.record_bytes, dim, &spec.record_bytes))
+            throw DatasetError("--shape: the record size overflows 64 bits");
+    }
+    std::int64_t total = 0;
+    if (__builtin_mul_overflow(spec.record_bytes, options.count, &total))
+        fail(options.path, "the dataset size overflows 64 bits");
+    if (options.hdf5_gzip < 0 || options.hdf5_gzip > 9)
+        throw DatasetError("--gzip " + std::to_string(options.hdf5_gzip) + ": a level 0-9");
+    temp.close_file(); // HDF5 writes the file through its own descriptor
+    Progress progress{options, total};
+    write_hdf5(
+        spec, chunk_bytes,
+        [&](std::int64_t first, std::int64_t count, std::byte* out) {
+            for (std::int64_t i = 0; i < count; ++i)
+                RecordContent(options.seed, first + i, dtype)
+                    .fill(out + i * spec.record_bytes, spec.record_bytes);
+        },
+        [&](std::int64_t bytes) { progress.add(bytes); });
+}
+
 // Owns an LMDB write environment, so that every error path aborts and closes it.
 struct LmdbWriter {
     MDB_env* env = nullptr;
@@ -396,7 +430,7 @@ void check_options(const MkdataOptions& options) {
     if (options.count < 1)
         throw DatasetError("--count " + std::to_string(options.count) +
                            ": at least one record is needed");
-    if (options.kind == DatasetKind::npy) {
+    if (options.kind == DatasetKind::npy || options.kind == DatasetKind::hdf5) {
         find_dtype(options.dtype); // throws for an unknown one
         return;
     }
@@ -424,13 +458,16 @@ DatasetLayout make_dataset(const MkdataOptions& options) {
         write_npy(temp, options);
     else if (options.kind == DatasetKind::raw)
         write_records(temp.fd(), options, raw_bytes, options.record_bytes);
+    else if (options.kind == DatasetKind::hdf5)
+        write_hdf5_file(temp, options);
     else
         write_lmdb(temp.path(), options);
     temp.close_file();
     move_into_place(temp, options.path, options.force);
-    return inspect_dataset(options.path, options.kind == DatasetKind::raw
-                                             ? std::optional(options.record_bytes)
-                                             : std::nullopt);
+    return inspect_dataset(options.path,
+                           options.kind == DatasetKind::raw ? std::optional(options.record_bytes)
+                                                            : std::nullopt,
+                           options.kind == DatasetKind::hdf5 ? options.hdf5_dataset : "");
 }
 
 } // namespace loaderlens::probes

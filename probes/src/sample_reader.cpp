@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "sample_reader.hpp"
 
+#include "hdf5_file.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -57,8 +59,13 @@ std::unique_ptr<std::byte[]> private_buffer(std::size_t bytes) {
 
 SampleReader::SampleReader(const DatasetLayout& layout, const LoaderOptions& options)
     : layout_(layout), mode_(options.read), advice_(options.advice), lmdb_open_(options.lmdb_open),
+      hdf5_open_(options.hdf5_open), chunk_cache_bytes_(options.chunk_cache_bytes),
       readahead_(options.readahead) {
-    if (layout_.kind != DatasetKind::lmdb || lmdb_open_ == LmdbOpen::parent) open();
+    // LMDB environments and HDF5 files are opened here (in main, before fork) only when asked
+    // to: else each worker opens its own on first use.
+    const bool in_worker = (layout_.kind == DatasetKind::lmdb && lmdb_open_ == LmdbOpen::worker) ||
+                           (layout_.kind == DatasetKind::hdf5 && hdf5_open_ == Hdf5Open::worker);
+    if (!in_worker) open();
 }
 
 SampleReader::~SampleReader() {
@@ -67,6 +74,10 @@ SampleReader::~SampleReader() {
 
 void SampleReader::open() {
     if (layout_.kind == DatasetKind::lmdb) return open_lmdb();
+    if (layout_.kind == DatasetKind::hdf5) {
+        hdf5_ = std::make_unique<Hdf5Dataset>(layout_, chunk_cache_bytes_.value_or(-1));
+        return;
+    }
     fd_ = ::open(layout_.data_file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw LoaderError(layout_.data_file + ": cannot open: " + std::strerror(errno));
     // inspect_dataset() measured the file; it may have been cut since (a copy still running):
@@ -98,6 +109,7 @@ void SampleReader::open() {
 }
 
 void SampleReader::close() {
+    hdf5_.reset();
     if (env_) close_lmdb();
     if (map_) munmap(map_, map_bytes_);
     map_ = nullptr;
@@ -219,7 +231,16 @@ void SampleReader::drop_after_use(const std::byte* address, std::size_t length) 
 }
 
 std::int64_t SampleReader::read(const Sample& sample, std::byte* dest) {
+    if (layout_.kind == DatasetKind::hdf5) return read_hdf5(sample, dest);
     return layout_.kind == DatasetKind::lmdb ? read_lmdb(sample, dest) : read_file(sample, dest);
+}
+
+// h5py's dataset[i:i+n]: one hyperslab along axis 0, read by HDF5 with pread (sec2 driver)
+// through its chunk cache, straight into the batch.
+std::int64_t SampleReader::read_hdf5(const Sample& sample, std::byte* dest) {
+    if (!hdf5_) open(); // Hdf5Open::worker: opened on first use, in the worker
+    hdf5_->read(sample.index, sample.count, dest);
+    return sample.count * layout_.record_bytes;
 }
 
 std::int64_t SampleReader::read_file(const Sample& sample, std::byte* dest) {
@@ -311,6 +332,12 @@ std::string SampleReader::describe() const {
     if (layout_.kind == DatasetKind::lmdb) {
         text += std::string(" env opened in ") + to_string(lmdb_open_) + ", MDB_RDONLY|MDB_NOLOCK" +
                 (readahead_ ? "" : "|MDB_NORDAHEAD");
+    } else if (layout_.kind == DatasetKind::hdf5) {
+        text += " " + layout_.hdf5.dataset + " " + layout_.hdf5.storage + ", opened in " +
+                to_string(hdf5_open_) + ", sec2 pread, chunk cache " +
+                (chunk_cache_bytes_ ? std::to_string(*chunk_cache_bytes_) + " B"
+                                    : std::string("1 MiB (HDF5's default)"));
+        return text;
     } else {
         text += std::string(", read ") + to_string(mode_);
     }

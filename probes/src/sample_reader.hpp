@@ -13,6 +13,8 @@
 
 namespace loaderlens::probes {
 
+class Hdf5Dataset; // hdf5_file.hpp: kept out of this header, with <hdf5.h>
+
 class SampleReader {
   public:
     SampleReader(const DatasetLayout& layout, const LoaderOptions& options);
@@ -39,11 +41,14 @@ class SampleReader {
     void drop_after_use(const std::byte* address, std::size_t length);
     std::int64_t read_file(const Sample& sample, std::byte* dest);
     std::int64_t read_lmdb(const Sample& sample, std::byte* dest);
+    std::int64_t read_hdf5(const Sample& sample, std::byte* dest);
 
     DatasetLayout layout_;
     ReadMode mode_;
     Advice advice_;
     LmdbOpen lmdb_open_;
+    Hdf5Open hdf5_open_;
+    std::optional<std::int64_t> chunk_cache_bytes_;
     bool readahead_;
     int fd_ = -1;
     std::byte* map_ = nullptr;
@@ -52,6 +57,7 @@ class SampleReader {
     MDB_dbi dbi_ = 0;
     const std::byte* lmdb_map_ = nullptr;
     std::unique_ptr<LmdbTree> lmdb_tree_; // checks each lookup's path before LMDB takes it
+    std::unique_ptr<Hdf5Dataset> hdf5_;   // file and dataset, opened in main or in the worker
 };
 
 } // namespace loaderlens::probes

@@ -40,7 +40,10 @@ const std::vector<std::string>& known_finding_kinds() {
                                                 "cache_thrashing",
                                                 "anon_leak",
                                                 "limit_near",
-                                                "inherited_anon"};
+                                                "inherited_anon",
+                                                "hdf5_opened_before_fork",
+                                                "hdf5_chunk_cache",
+                                                "page_cache_outside_workers"};
     return kinds;
 }
 

@@ -104,6 +104,7 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     growth_findings(context, findings);
     sharing_findings(context, findings);
     loader_findings(context, findings);
+    hdf5_findings(context, findings);
     std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
         if (a.severity != b.severity)
             return static_cast<int>(a.severity) < static_cast<int>(b.severity);

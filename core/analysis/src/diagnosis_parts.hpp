@@ -65,6 +65,7 @@ void sharing_findings(const Context& context, std::vector<Finding>& out);
 void growth_findings(const Context& context, std::vector<Finding>& out);
 void loader_findings(const Context& context, std::vector<Finding>& out);
 void limit_findings(const Context& context, std::vector<Finding>& out);
+void hdf5_findings(const Context& context, std::vector<Finding>& out);
 
 // "12.3 MiB" and friends, for evidence lines.
 std::string size_text(std::int64_t kb);

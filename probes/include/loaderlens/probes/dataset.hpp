@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Datasets the reference loader reads: .npy arrays, raw fixed-size records, LMDB environments.
+// Datasets the reference loader reads: .npy arrays, raw fixed-size records, LMDB environments,
+// one dataset of an HDF5 file.
 // A dataset is a sequence of records (samples) of equal size; index i is the i-th record.
 #pragma once
 
@@ -35,7 +36,7 @@ struct DatasetDamage : DatasetError {
     std::string reason;
 };
 
-enum class DatasetKind { npy, raw, lmdb };
+enum class DatasetKind { npy, raw, lmdb, hdf5 };
 const char* to_string(DatasetKind kind);
 
 // The .npy header (format versions 1.0, 2.0 and 3.0).
@@ -72,14 +73,28 @@ struct DatasetLayout {
     std::int64_t record_bytes = 0;
     std::int64_t data_offset = 0; // npy: header size; raw: 0; lmdb: unused (0)
     std::string description;      // e.g. "npy <f4 (100000, 3, 32, 32)", "lmdb 5000 x 65536 B"
+    // hdf5 only: the dataset read, its storage and filters (the diagnosis needs them).
+    struct Hdf5 {
+        std::string dataset;              // "/data"
+        std::string storage;              // "contiguous", "chunked" or "compact"
+        std::vector<std::int64_t> shape;  // the whole dataset's
+        std::vector<std::int64_t> chunks; // chunk shape (chunked only)
+        std::int64_t chunk_bytes = 0;     // bytes of one uncompressed chunk (chunked only)
+        std::vector<std::string> filters; // "deflate", "shuffle", ...
+        std::string type;                 // e.g. "<f4"
+        std::int64_t file_bytes = 0;      // the file's size when inspected
+    } hdf5;
 };
 
 // Detects the kind: a directory -> LMDB (must be an environment with data.mdb; counts entries and
 // checks the value size of the first and last record), a file starting with the .npy magic -> npy,
+// a file with HDF5's superblock signature (or named *.h5, *.hdf5, which must have it) -> the HDF5
+// dataset `hdf5_dataset` (empty: the only one in the file, else "data"),
 // anything else -> raw, which needs raw_record_bytes (and a size that is a multiple of it).
 // Throws DatasetError (missing file, not an LMDB environment, empty dataset...).
 DatasetLayout inspect_dataset(const std::string& path,
-                              std::optional<std::int64_t> raw_record_bytes = std::nullopt);
+                              std::optional<std::int64_t> raw_record_bytes = std::nullopt,
+                              const std::string& hdf5_dataset = "");
 
 // LMDB keys: the sample index as 8 bytes, big-endian, so that key order is index order.
 std::string lmdb_key(std::int64_t index);

@@ -31,12 +31,22 @@ enum class LmdbOpen {
     worker, // each worker opens its own on first use (the documented way)
 };
 
+enum class Hdf5Open {
+    parent, // H5Fopen/H5Dopen in main before fork, workers use the inherited handles (h5py.File
+            // in Dataset.__init__: the common pattern)
+    worker, // each worker opens the file on first use (the advised way)
+};
+// HDF5's own default chunk cache: 1 MiB per open dataset (H5D_CHUNK_CACHE_NBYTES_DEFAULT).
+inline constexpr std::int64_t hdf5_default_chunk_cache_bytes = 1 << 20;
+
 std::optional<ReadMode> parse_read_mode(std::string_view name);
 std::optional<Advice> parse_advice(std::string_view name);
 std::optional<LmdbOpen> parse_lmdb_open(std::string_view name);
+std::optional<Hdf5Open> parse_hdf5_open(std::string_view name);
 const char* to_string(ReadMode mode);
 const char* to_string(Advice advice);
 const char* to_string(LmdbOpen open);
+const char* to_string(Hdf5Open open);
 
 struct LoaderOptions {
     std::string dataset;
@@ -52,6 +62,11 @@ struct LoaderOptions {
     Advice advice = Advice::normal;
     LmdbOpen lmdb_open = LmdbOpen::worker;
     bool readahead = true; // LMDB: off = MDB_NORDAHEAD
+    // HDF5: the dataset in the file (empty: the only one, else "data"), where it is opened, and
+    // the chunk cache per open dataset (H5Pset_chunk_cache; empty: HDF5's default, 1 MiB).
+    std::string hdf5_dataset;
+    Hdf5Open hdf5_open = Hdf5Open::worker;
+    std::optional<std::int64_t> chunk_cache_bytes;
     std::int64_t cow_heap_mib = 0;
     // MiB of anonymous memory main fills before fork and never frees, that workers inherit and
     // never touch (np.load without mmap, a tensor built in Dataset.__init__).
