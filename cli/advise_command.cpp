@@ -69,6 +69,8 @@ std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<Gr
 // samples: the fast tier reads every 100 ms).
 constexpr double min_loading_s = 2;
 constexpr int max_auto_epochs = 20;
+// Epochs shorter than this hold a non-persistent worker's peak for only a few samples.
+constexpr double short_epoch_s = 0.5;
 
 // More epochs when the first replay loaded for less than min_loading_s; nothing otherwise.
 std::optional<int> epochs_for_a_measure(const AdviseMeasure& m, int epochs) {
@@ -105,8 +107,13 @@ void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directo
     record.output = directory + "/advise-" + std::to_string(number) + ".db";
     record.force = true;
     record.quiet = true;
-    // Replays of a few seconds: PSS and the cgroup read four times a second, not once.
-    record.intervals = {"rollup=250ms", "cgroup=250ms"};
+    // Replays of a few seconds: RSS read 20 times a second, PSS and the cgroup 4 times, not once
+    // (docs/advise.md: peaks of short epochs).
+    record.intervals = {"fast=50ms", "rollup=250ms", "cgroup=250ms"};
+    // Every PSS read whole from smaps_rollup: a reading kept while the tree stands still, with
+    // the data file's share recomputed from pagemap (record's default, docs/figures.md), moved
+    // Σ PSS by up to 12% between two replays of one setting here; a few processes cost little.
+    record.pss_max_age = "0";
     const LoaderFlags flags = with_setting(base, row.setting);
     ReplayRecording replayed = record_replay(flags, record);
     row.ran = true;
@@ -270,6 +277,18 @@ int run_advise(AdviseOptions& o) {
             break;
         }
     }
+    double shortest_epoch_s = 0;
+    for (const AdviseRow& row : run.rows)
+        if (row.ran && row.measure.ok && row.measure.epochs > 0) {
+            const double epoch_s = row.measure.seconds / row.measure.epochs;
+            if (shortest_epoch_s == 0 || epoch_s < shortest_epoch_s) shortest_epoch_s = epoch_s;
+        }
+    if (shortest_epoch_s > 0 && shortest_epoch_s < short_epoch_s)
+        run.notes.push_back(fmt::format(
+            "an epoch took {:.2f} s: workers re-forked each epoch live about that long, and "
+            "their peak may fall between two samples (50 ms apart); give the real per-sample "
+            "work with --transform-time (decode, augmentation) for epochs as long as training's",
+            shortest_epoch_s));
     run.notes.push_back("the reference loader's processes are small C++ processes: a training "
                         "script adds its model, CUDA context and (per worker) interpreter; give "
                         "them with --reserve and --per-worker");
@@ -320,8 +339,8 @@ Runner add_advise(CLI::App& app) {
     g->add_option("--prefetch", o->grid.prefetch, "Prefetch factors")->capture_default_str();
     auto* r = sub->add_option_group("Every replay");
     add_whole_number_option(r, "--epochs", o->base.epochs, 1, 100,
-                            "Epochs per replay (default 2, more when an epoch takes under a "
-                            "second: at least 2 s of loading)")
+                            "Epochs per replay (default 3: a warm-up epoch, then two to measure "
+                            "growth; more when they load for under 2 s)")
         ->each([o](const std::string&) { o->auto_epochs = false; });
     r->add_option("--pattern", o->base.pattern, "Sampling pattern")->capture_default_str();
     r->add_option("--record-size", o->base.record_size, "Raw datasets: bytes per record");
@@ -341,7 +360,7 @@ Runner add_advise(CLI::App& app) {
     a->add_option("--per-worker", o->per_worker,
                   "Memory each real worker has besides its reads (an interpreter, imports)")
         ->capture_default_str();
-    o->base.epochs = 2;
+    o->base.epochs = 3;
     sub->footer("Exit status: 0 a setting fits (the recommendation), 3 none fits, 2 bad input, "
                 "1 an internal failure; interrupted: the table so far, then the signal's.");
     return [o] { return run_advise(*o); };

@@ -82,20 +82,25 @@ BOOST_AUTO_TEST_CASE(rows_without_a_figure_are_never_recommended) {
 
 namespace {
 
-// A report of a persistent replay of two epochs whose Σ RSS rose from 100 to 120 MiB.
+// A report of a persistent replay of three epochs whose Σ RSS rose to 100 MiB in the first
+// (warm-up), then to 120 and 140 MiB.
 ReportData growing_report() {
     ReportData report;
     report.loader.status = "ok";
     report.loader.epochs = {{.epoch = 0, .start_ms = 0, .end_ms = 1000, .samples = 1000},
-                            {.epoch = 1, .start_ms = 1000, .end_ms = 2000, .samples = 1000}};
+                            {.epoch = 1, .start_ms = 1000, .end_ms = 2000, .samples = 1000},
+                            {.epoch = 2, .start_ms = 2000, .end_ms = 3000, .samples = 1000}};
     report.loader.workers = {{.worker = 0}, {.worker = 1}};
-    report.diagnosis.epochs = {{0, 0, 1000}, {1, 1000, 2000}};
+    report.diagnosis.epochs = {{0, 0, 1000}, {1, 1000, 2000}, {2, 2000, 3000}};
     SchedulerView linux_view;
     linux_view.key = "slurm_linux";
-    for (auto [t, kib] :
-         {std::pair{500, 90 * mib}, {900, 100 * mib}, {1500, 115 * mib}, {1900, 120 * mib}})
+    for (auto [t, kib] : {std::pair{500, 90 * mib},
+                          {900, 100 * mib},
+                          {1500, 115 * mib},
+                          {1900, 120 * mib},
+                          {2900, 140 * mib}})
         linux_view.points.push_back({.t_ms = t, .value = kib, .min = kib, .max = kib});
-    linux_view.peak = 120 * mib;
+    linux_view.peak = 140 * mib;
     report.diagnosis.schedulers.push_back(linux_view);
     return report;
 }
@@ -111,9 +116,10 @@ BOOST_AUTO_TEST_CASE(growth_across_epochs_is_extrapolated_and_held_at_the_datase
     BOOST_TEST(m.samples_per_second == 1000.0);
     const AccountedPeak* p = m.peak(Accounting::slurm_linux);
     BOOST_REQUIRE(p);
+    // 120 -> 140: the first epoch's rise to 100 is warm-up.
     BOOST_TEST(*p->growth_per_epoch_kb == 20 * mib);
-    BOOST_TEST(*p->extrapolated == (120 + 8 * 20) * mib);
-    BOOST_TEST(*p->counted == (120 + 8 * 20 + 10 + 2 * 5) * mib);
+    BOOST_TEST(*p->extrapolated == (140 + 7 * 20) * mib);
+    BOOST_TEST(*p->counted == (140 + 7 * 20 + 10 + 2 * 5) * mib);
     // Usepss has no view in this report: unavailable, never 0.
     BOOST_TEST(!m.peak(Accounting::usepss)->counted.has_value());
     BOOST_TEST(!m.peak(Accounting::usepss)->unavailable.empty());
@@ -121,29 +127,31 @@ BOOST_AUTO_TEST_CASE(growth_across_epochs_is_extrapolated_and_held_at_the_datase
     // A 30 MiB dataset: two workers can map at most 60 MiB more of it (file-backed growth).
     a.dataset_kb = 30 * mib;
     m = measure_replay(report, true, a);
-    BOOST_TEST(*m.peak(Accounting::slurm_linux)->extrapolated == (120 + 60) * mib);
+    BOOST_TEST(*m.peak(Accounting::slurm_linux)->extrapolated == (140 + 60) * mib);
     BOOST_TEST(m.peak(Accounting::slurm_linux)->extrapolation_capped);
 
     // Workers that are not persistent start afresh each epoch: no extrapolation.
     m = measure_replay(report, false, a);
     BOOST_TEST(!m.peak(Accounting::slurm_linux)->extrapolated.has_value());
-    BOOST_TEST(*m.peak(Accounting::slurm_linux)->counted == (120 + 10 + 2 * 5) * mib);
+    BOOST_TEST(*m.peak(Accounting::slurm_linux)->counted == (140 + 10 + 2 * 5) * mib);
 }
 
-BOOST_AUTO_TEST_CASE(the_first_epochs_rise_is_warm_up_not_growth) {
-    // 100 -> 120 -> 126 MiB: the first epoch maps what the workers need, the next grows 6 MiB.
+BOOST_AUTO_TEST_CASE(growth_needs_an_epoch_after_the_warm_up_and_more_than_noise) {
+    // Two epochs: the only rise is the first epoch's warm-up.
     ReportData report = growing_report();
-    report.loader.epochs.push_back({.epoch = 2, .start_ms = 2000, .end_ms = 3000, .samples = 1000});
-    report.diagnosis.epochs.push_back({2, 2000, 3000});
+    report.loader.epochs.pop_back();
+    report.diagnosis.epochs.pop_back();
     auto& view = report.diagnosis.schedulers.front();
-    view.points.push_back({.t_ms = 2900, .value = 126 * mib, .min = 126 * mib, .max = 126 * mib});
-    view.peak = 126 * mib;
-    const AdviseMeasure m = measure_replay(report, true, {.train_epochs = 10});
-    BOOST_TEST(*m.peak(Accounting::slurm_linux)->growth_per_epoch_kb == 6 * mib);
-    BOOST_TEST(*m.peak(Accounting::slurm_linux)->extrapolated == (126 + 7 * 6) * mib);
-    // Under the noise threshold (4 MiB, or 2% of the peak): no growth.
-    view.points.back().value = view.points.back().max = 123 * mib;
-    view.peak = 123 * mib;
+    view.points.pop_back();
+    view.peak = 120 * mib;
+    BOOST_TEST(!measure_replay(report, true, {.train_epochs = 10})
+                    .peak(Accounting::slurm_linux)
+                    ->growth_per_epoch_kb.has_value());
+    // Three epochs, 120 -> 123 MiB: under the noise threshold (4 MiB, or 2% of the peak).
+    report = growing_report();
+    report.diagnosis.schedulers.front().points.back().value = 123 * mib;
+    report.diagnosis.schedulers.front().points.back().max = 123 * mib;
+    report.diagnosis.schedulers.front().peak = 123 * mib;
     BOOST_TEST(!measure_replay(report, true, {.train_epochs = 10})
                     .peak(Accounting::slurm_linux)
                     ->growth_per_epoch_kb.has_value());

@@ -101,7 +101,7 @@ int worker_main(const WorkerContext& context) {
                 const std::int64_t bytes = context.reader->read(sample, out);
                 out += bytes;
                 result.bytes_read += bytes;
-                sleep_for_us(context.transform_us);
+                sleep_for_us(context.transform_us * sample.count); // per record
                 if (context.heap)
                     for (std::int64_t i = 0; i < sample.count; ++i)
                         context.heap->visit(sample.index + i);

@@ -68,14 +68,13 @@ AccountedPeak account(const ReportData& report, Accounting accounting, bool pers
         }
     }
     const int epochs = static_cast<int>(report.diagnosis.epochs.size());
-    if (persistent && epochs >= 2) {
+    if (persistent && epochs >= 3) {
         const auto highs = epoch_highs(*view, report.diagnosis.epochs);
         // The first epoch starts from nothing mapped: its rise is warm-up, not growth per epoch.
-        // With three epochs or more, the mean rise of the later ones is the trend.
-        const std::size_t from = highs.size() >= 3 ? 1 : 0;
-        if (highs.size() >= 2) {
-            const std::int64_t grew = highs.back() - highs[from];
-            const auto steps = static_cast<std::int64_t>(highs.size() - 1 - from);
+        // Growth is the mean rise of the epochs after it (three epochs or more).
+        if (highs.size() >= 3) {
+            const std::int64_t grew = highs.back() - highs[1];
+            const auto steps = static_cast<std::int64_t>(highs.size() - 2);
             const auto noise = std::max<std::int64_t>(
                 growth_noise_kb,
                 static_cast<std::int64_t>(growth_noise_share * static_cast<double>(*view->peak)));
@@ -164,12 +163,16 @@ AdviseMeasure measure_replay(const ReportData& report, bool persistent,
         workers.insert(w.worker);
     m.workers = static_cast<int>(workers.size());
     m.epochs = static_cast<int>(loader.epochs.size());
-    std::int64_t bytes = 0;
+    // From the first epoch's start to the last one's end: re-forking workers between epochs is
+    // part of what a setting costs (the loader's epochs alone leave it out).
+    std::int64_t bytes = 0, first_ms = loader.epochs.front().start_ms, last_ms = first_ms;
     for (const LoaderEpoch& e : loader.epochs) {
         m.samples += e.samples;
         bytes += e.bytes_read;
-        m.seconds += e.seconds();
+        first_ms = std::min(first_ms, e.start_ms);
+        last_ms = std::max(last_ms, e.end_ms);
     }
+    m.seconds = static_cast<double>(last_ms - first_ms) / 1000.0;
     if (m.seconds > 0) {
         m.samples_per_second = static_cast<double>(m.samples) / m.seconds;
         m.mib_per_second = static_cast<double>(bytes) / (1024.0 * 1024.0) / m.seconds;

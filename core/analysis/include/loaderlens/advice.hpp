@@ -42,8 +42,9 @@ struct AccountedPeak {
     Kib measured;            // the scheduler view's peak (the recorder's own share left out)
     std::string unavailable; // why there is no figure
     std::string note;        // how it was taken, when not the plain peak
-    // Growth across epochs (persistent workers): the mean per epoch after the first, and the
-    // peak extrapolated linearly to AdviseAssumptions::train_epochs (an estimate: say so).
+    // Growth across epochs (persistent workers, three epochs or more): the mean rise per epoch
+    // after the first (whose rise is warm-up), and the peak extrapolated linearly to
+    // AdviseAssumptions::train_epochs (an estimate: say so).
     std::optional<std::int64_t> growth_per_epoch_kb;
     Kib extrapolated;
     bool extrapolation_capped = false; // held at "every worker maps the whole dataset"
@@ -68,7 +69,7 @@ struct AdviseMeasure {
 };
 
 // Measures a replay's report: the four accountings' peaks (and growth when `persistent` and it
-// ran two epochs or more), throughput from the loader's own counters, the findings.
+// ran three epochs or more), throughput from the loader's own counters, the findings.
 AdviseMeasure measure_replay(const ReportData& report, bool persistent,
                              const AdviseAssumptions& assumptions);
 
