@@ -15,6 +15,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
@@ -127,6 +128,10 @@ void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directo
         row.measure = measure_replay(report, flags.persistent, assumptions);
     } catch (const std::exception& e) {
         row.measure.problem = std::string("its recording could not be read: ") + e.what();
+    }
+    if (killed_by) { // the replay was cut short: its figures are not the setting's
+        row.measure.ok = false;
+        row.measure.problem = std::string("interrupted (") + strsignal(killed_by) + ")";
     }
     if (keep)
         row.recording = *replayed.output;
@@ -251,7 +256,7 @@ int run_advise(AdviseOptions& o) {
             spent_on_rows += seconds_since(row_started);
         }
         run.rows.push_back(std::move(row));
-        if (i + 1 == settings.size() && !second_round_added) {
+        if (i + 1 == settings.size() && !second_round_added && !killed_by) {
             second_round_added = true;
             if (auto centre = centre_of(run.rows, *accounting, run.limit_kb))
                 for (AdviseSetting& s : second_round(varied, *centre))

@@ -7,6 +7,8 @@
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 using namespace loaderlens;
@@ -151,6 +153,37 @@ BOOST_AUTO_TEST_CASE(the_time_budget_bounds_the_grid_and_nothing_fitting_exits_3
     BOOST_TEST(out["recommendation"]["row"].is_null());
     BOOST_TEST(out["recommendation"]["reason"].get<std::string>().starts_with(
         "none of the 1 settings measured fits under linux"));
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_ends_it_with_the_table_so_far_and_no_files_left) {
+    Dataset data;
+    const std::string tmp = data.dir.file("tmp"), out = data.dir.file("out.json");
+    std::filesystem::create_directory(tmp);
+    // Four settings of about 1.5 s each; SIGTERM after 2 s, during the second.
+    std::string line = "TMPDIR='" + tmp + "' '" + cli_path() + "' advise '" + data.npy +
+                       "' --json -q --mem-limit 4G --workers 1,2,3,4 --read pread --persistent "
+                       "no --transform-time 1ms --epochs 1 > '" +
+                       out + "' & p=$!; sleep 2; kill -TERM $p; wait $p; echo $?";
+    const RunResult r = run({"/bin/sh", "-c", line});
+    BOOST_TEST(r.out == "143\n"); // died of SIGTERM, as the replay under way did
+    std::ifstream file(out);
+    const json result = json::parse(file);
+    BOOST_TEST(result["interrupted"] == true);
+    BOOST_REQUIRE_EQUAL(result["rows"].size(), 4u);
+    // The settings that finished before the signal keep their figures; the one under way and
+    // every later one say they were interrupted.
+    bool stopped = false;
+    for (const json& row : result["rows"]) {
+        if (row["ok"] == true) {
+            BOOST_TEST(!stopped);
+            continue;
+        }
+        stopped = true;
+        const std::string why = row["ran"] == true ? row["problem"] : row["not_run"];
+        BOOST_TEST(why.starts_with("interrupted"));
+    }
+    BOOST_TEST(stopped);
+    BOOST_TEST(std::filesystem::is_empty(tmp)); // the replays' recordings are gone
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_one_line_naming_it) {
