@@ -238,7 +238,7 @@ std::int64_t Loader::load_in_main(const Batch& batch) {
     std::int64_t bytes = 0;
     for (const Sample& sample : batch.samples) {
         bytes += reader_.read(sample, main_batch_.get() + bytes);
-        sleep_us(o_.transform_us);
+        sleep_us(o_.transform_us * sample.count); // per record
         if (heap_)
             for (std::int64_t i = 0; i < sample.count; ++i)
                 heap_->visit(sample.index + i);
