@@ -49,6 +49,8 @@ void print_summary_json(const probes::LoaderSummary& s) {
                        {"batch_ring_bytes", s.batch_ring_bytes},
                        {"pin_staging_bytes", s.pin_staging_bytes},
                        {"pin_problem", s.pin_problem},
+                       // every byte main consumed, summed by word: the same data, the same sum
+                       {"checksum", s.checksum},
                        {"epochs", nlohmann::json::array()}};
     for (const auto& e : s.epochs)
         out["epochs"].push_back({{"epoch", e.epoch},
