@@ -59,6 +59,7 @@ std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<Gr
             out.insert(out.end(), {"--" + axis.flag, value});
     }
     if (f.record_size) out.insert(out.end(), {"--record-size", *f.record_size});
+    if (!f.hdf5_dataset.empty()) out.insert(out.end(), {"--hdf5-dataset", f.hdf5_dataset});
     if (f.step_time != "0") out.insert(out.end(), {"--step-time", f.step_time});
     if (f.transform_time != "0") out.insert(out.end(), {"--transform-time", f.transform_time});
     if (f.subset != 1.0) out.insert(out.end(), {"--subset", std::to_string(f.subset)});
@@ -315,7 +316,8 @@ Runner add_advise(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(
         "advise", "Replay a dataset over a grid of loader settings: the fastest that fits a "
                   "memory limit, counted the way the scheduler counts");
-    sub->add_option("dataset", o->base.dataset, "Dataset: .npy file, raw file, or LMDB directory")
+    sub->add_option("dataset", o->base.dataset,
+                    "Dataset: .npy file, raw file, LMDB directory or HDF5 file")
         ->required();
     sub->add_option("--mem-limit", o->mem_limit, "The job's memory limit (SLURM --mem), e.g. 4G")
         ->required();
@@ -340,6 +342,8 @@ Runner add_advise(CLI::App& app) {
     g->add_option("--pin", o->grid.pin, "no, yes")->capture_default_str();
     g->add_option("--advice", o->grid.advice, "Access advice")->capture_default_str();
     g->add_option("--readahead", o->grid.readahead, "LMDB: on, off (default both)");
+    g->add_option("--chunk-cache", o->grid.chunk_cache, "HDF5: chunk cache sizes (0, 1MiB...)");
+    g->add_option("--hdf5-open", o->grid.hdf5_open, "HDF5: parent, worker")->capture_default_str();
     g->add_option("--batch", o->grid.batch, "Batch sizes")->capture_default_str();
     g->add_option("--prefetch", o->grid.prefetch, "Prefetch factors")->capture_default_str();
     auto* r = sub->add_option_group("Every replay");
@@ -349,6 +353,7 @@ Runner add_advise(CLI::App& app) {
         ->each([o](const std::string&) { o->auto_epochs = false; });
     r->add_option("--pattern", o->base.pattern, "Sampling pattern")->capture_default_str();
     r->add_option("--record-size", o->base.record_size, "Raw datasets: bytes per record");
+    r->add_option("--hdf5-dataset", o->base.hdf5_dataset, "HDF5: the dataset in the file");
     r->add_option("--step-time", o->base.step_time, "Training step per batch (e.g. 20ms)")
         ->capture_default_str();
     r->add_option("--transform-time", o->base.transform_time,

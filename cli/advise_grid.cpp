@@ -39,6 +39,7 @@ bool one_of(const std::string& text, std::initializer_list<const char*> names) {
 std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::string& kind,
                                                int epochs) {
     const bool lmdb = kind == "lmdb";
+    const bool hdf5 = kind == "hdf5";
     const bool file = kind == "npy" || kind == "raw";
     struct Spec {
         const char* flag;
@@ -64,7 +65,7 @@ std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::st
              return one_of(v, {"no", "yes"});
          },
          "no, yes"},
-        {"advice", f.advice, false,
+        {"advice", hdf5 ? "" : f.advice, false,
          [](const std::string& v) { return probes::parse_advice(v).has_value(); },
          "normal, random, sequential, willneed, dontneed-after-use"},
         {"readahead", f.readahead.empty() ? (lmdb ? "on,off" : "") : f.readahead, false,
@@ -72,6 +73,14 @@ std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::st
              return one_of(v, {"on", "off"});
          },
          "on, off"},
+        {"chunk-cache", hdf5 ? f.chunk_cache : "", false,
+         [](const std::string& v) { return v == "0" || parse_size(v).has_value(); },
+         "sizes like 0, 1MiB, 64MiB"},
+        {"hdf5-open", hdf5 ? f.hdf5_open : "", false,
+         [](const std::string& v) {
+             return one_of(v, {"parent", "worker"});
+         },
+         "parent, worker"},
         {"batch", f.batch, false,
          [](const std::string& v) { return whole_number_in(v, 1, max_batch); },
          "batch sizes like 32,64"},
@@ -152,6 +161,8 @@ LoaderFlags with_setting(LoaderFlags f, const AdviseSetting& setting) {
         if (flag == "readahead") f.readahead = value;
         if (flag == "batch") f.batch = std::stoll(value);
         if (flag == "prefetch") f.prefetch = std::stoi(value);
+        if (flag == "chunk-cache") f.chunk_cache = value;
+        if (flag == "hdf5-open") f.hdf5_open = value;
     }
     return f;
 }

@@ -28,7 +28,9 @@ struct GridFlags {
     std::string persistent; // default: no,yes with two epochs or more
     std::string pin = "no";
     std::string advice = "normal";
-    std::string readahead; // LMDB: on,off
+    std::string readahead;   // LMDB: on,off
+    std::string chunk_cache; // HDF5: chunk cache sizes (default: HDF5's, 1 MiB)
+    std::string hdf5_open = "worker";
     std::string batch = "32";
     std::string prefetch = "2";
 };

@@ -58,6 +58,22 @@ BOOST_AUTO_TEST_CASE(as_fast_settings_prefer_the_larger_margin) {
     BOOST_TEST(rows[2].verdict == "fits, 8% slower");
 }
 
+BOOST_AUTO_TEST_CASE(a_handle_shared_across_fork_is_never_recommended) {
+    std::vector<AdviseRow> rows{row("2", 100, 300), row("8", 400, 300)};
+    rows[1].measure.finding_kinds = {"hdf5_opened_before_fork"};
+    const Recommendation r = recommend(rows, Accounting::slurm_linux, 1000 * mib);
+    BOOST_REQUIRE(r.row);
+    BOOST_TEST(*r.row == 0u);
+    BOOST_TEST(*rows[1].fits);
+    BOOST_TEST(rows[1].verdict ==
+               "fits, but not recommended: hdf5_opened_before_fork (docs/findings.md)");
+    // When it is the only one that fits: no recommendation, and not "over the limit".
+    const Recommendation none = recommend(rows, Accounting::slurm_linux, 300 * mib);
+    BOOST_TEST(!none.row);
+    BOOST_TEST(none.reason == "the only settings that fit under linux are not recommended (their "
+                              "verdicts say why)");
+}
+
 BOOST_AUTO_TEST_CASE(rows_without_a_figure_are_never_recommended) {
     std::vector<AdviseRow> rows{row("1", 100, 300), row("2", 500, 300), row("4", 900, 300)};
     rows[1].measure.peaks[0].second.counted.reset();

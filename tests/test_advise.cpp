@@ -136,6 +136,28 @@ BOOST_AUTO_TEST_CASE(every_row_matches_a_replay_of_its_setting_alone) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(hdf5_chunk_caches_count_per_worker_and_parent_handles_are_never_picked) {
+    TempDir dir;
+    const std::string h5 = dir.file("images.h5");
+    // 1024 records of 64 KiB in chunks of 16 (1 MiB): a 32 MiB chunk cache fills in an epoch.
+    mkdata({"hdf5", h5, "--count", "1024", "--shape", "65536", "--dtype", "u1", "--chunks",
+            "16x65536"});
+    const json out = advise_json(h5, {"--workers", "2", "--persistent", "no", "--chunk-cache",
+                                      "1MiB,32MiB", "--hdf5-open", "worker,parent", "--epochs", "2",
+                                      "--mem-limit", "80M", "-q"});
+    BOOST_REQUIRE_EQUAL(out["rows"].size(), 3u);
+    // Two workers, each with its own 32 MiB cache: over 80 MiB under Σ RSS (with 1 MiB caches
+    // about 50 MiB: libhdf5 and each worker's own pages).
+    const json& big = row_with(out, "workers=2 chunk-cache=32MiB hdf5-open=worker");
+    BOOST_TEST(big["fits"] == false);
+    BOOST_TEST(big["peaks"]["linux"]["measured_kib"].get<std::int64_t>() > 80 * 1024);
+    const json& parent = row_with(out, "workers=2 chunk-cache=1MiB hdf5-open=parent");
+    BOOST_TEST(parent["fits"] == true);
+    BOOST_TEST(parent["verdict"].get<std::string>().starts_with(
+        "fits, but not recommended: hdf5_opened_before_fork"));
+    BOOST_TEST(out["recommendation"]["label"] == "workers=2 chunk-cache=1MiB hdf5-open=worker");
+}
+
 BOOST_AUTO_TEST_CASE(the_time_budget_bounds_the_grid_and_nothing_fitting_exits_3) {
     Dataset data;
     // One second of budget and a first setting that loads for 1 s (1024 samples x 1 ms) and is

@@ -23,6 +23,18 @@ constexpr double growth_noise_share = 0.02;
 // choice.
 constexpr double same_speed_share = 0.05;
 
+// Findings that make a setting wrong whatever it costs: a handle shared across fork (wrong data,
+// errors: docs/findings.md) and memory that grows without end.
+constexpr const char* disqualifying_kinds[] = {"hdf5_opened_before_fork", "lmdb_opened_before_fork",
+                                               "anon_leak"};
+
+std::string disqualified_by(const AdviseMeasure& m) {
+    for (const std::string& kind : m.finding_kinds)
+        for (const char* bad : disqualifying_kinds)
+            if (kind == bad) return kind;
+    return {};
+}
+
 bool is_cgroup(Accounting accounting) {
     return accounting == Accounting::cgroup || accounting == Accounting::k8s;
 }
@@ -227,7 +239,7 @@ Recommendation recommend(std::vector<AdviseRow>& rows, Accounting accounting,
         ++judged;
         row.margin_kb = limit_kb - *p->counted;
         row.fits = *row.margin_kb >= 0;
-        if (!*row.fits) continue;
+        if (!*row.fits || !disqualified_by(row.measure).empty()) continue;
         ++fitting;
         if (!fastest || row.measure.samples_per_second > rows[*fastest].measure.samples_per_second)
             fastest = i;
@@ -238,7 +250,7 @@ Recommendation recommend(std::vector<AdviseRow>& rows, Accounting accounting,
     if (fastest) {
         const double top = rows[*fastest].measure.samples_per_second;
         for (std::size_t i = 0; i < rows.size(); ++i)
-            if (rows[i].fits.value_or(false) &&
+            if (rows[i].fits.value_or(false) && disqualified_by(rows[i].measure).empty() &&
                 rows[i].measure.samples_per_second >= (1 - same_speed_share) * top &&
                 *rows[i].margin_kb > *rows[*pick].margin_kb)
                 pick = i;
@@ -252,6 +264,8 @@ Recommendation recommend(std::vector<AdviseRow>& rows, Accounting accounting,
         if (!*row.fits) {
             row.verdict = "over the limit by " + format_kib(-*row.margin_kb) + when + " under " +
                           to_string(accounting);
+        } else if (const std::string kind = disqualified_by(row.measure); !kind.empty()) {
+            row.verdict = "fits, but not recommended: " + kind + " (docs/findings.md)";
         } else if (pick && i == *pick) {
             row.verdict = "recommended";
         } else {
@@ -273,6 +287,11 @@ Recommendation recommend(std::vector<AdviseRow>& rows, Accounting accounting,
                                       share_text(same_speed_share));
     } else if (judged == 0) {
         out.reason = "no setting could be measured under " + std::string(to_string(accounting));
+    } else if (std::any_of(rows.begin(), rows.end(),
+                           [](const AdviseRow& r) { return r.fits.value_or(false); })) {
+        out.reason = fmt::format("the only settings that fit under {} are not recommended "
+                                 "(their verdicts say why)",
+                                 to_string(accounting));
     } else {
         Kib least;
         for (const AdviseRow& row : rows)
