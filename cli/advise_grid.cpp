@@ -106,12 +106,17 @@ std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::st
     return axes;
 }
 
-std::vector<AdviseSetting> first_round(const std::vector<GridAxis>& axes) {
+namespace {
+
+// Every combination of the axes' values; an axis `whole` does not take holds its first value.
+std::vector<AdviseSetting> crossed(const std::vector<GridAxis>& axes,
+                                   bool (*whole)(const GridAxis&)) {
     std::vector<AdviseSetting> out{AdviseSetting{}};
     for (const GridAxis& axis : axes) {
+        const std::size_t values = whole(axis) ? axis.values.size() : 1;
         std::vector<AdviseSetting> next;
         for (const AdviseSetting& s : out)
-            for (std::size_t i = 0; i < (axis.primary ? axis.values.size() : 1); ++i) {
+            for (std::size_t i = 0; i < values; ++i) {
                 AdviseSetting more = s;
                 more.flags.emplace_back(axis.flag, axis.values[i]);
                 next.push_back(std::move(more));
@@ -119,6 +124,12 @@ std::vector<AdviseSetting> first_round(const std::vector<GridAxis>& axes) {
         out = std::move(next);
     }
     return out;
+}
+
+} // namespace
+
+std::vector<AdviseSetting> first_round(const std::vector<GridAxis>& axes) {
+    return crossed(axes, [](const GridAxis& axis) { return axis.primary; });
 }
 
 std::vector<AdviseSetting> second_round(const std::vector<GridAxis>& axes,
@@ -137,18 +148,7 @@ std::vector<AdviseSetting> second_round(const std::vector<GridAxis>& axes,
 }
 
 std::vector<AdviseSetting> full_grid(const std::vector<GridAxis>& axes) {
-    std::vector<AdviseSetting> out{AdviseSetting{}};
-    for (const GridAxis& axis : axes) {
-        std::vector<AdviseSetting> next;
-        for (const AdviseSetting& s : out)
-            for (const std::string& value : axis.values) {
-                AdviseSetting more = s;
-                more.flags.emplace_back(axis.flag, value);
-                next.push_back(std::move(more));
-            }
-        out = std::move(next);
-    }
-    return out;
+    return crossed(axes, [](const GridAxis&) { return true; });
 }
 
 LoaderFlags with_setting(LoaderFlags f, const AdviseSetting& setting) {
