@@ -7,11 +7,11 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config ninja-build clang-format
-  libproc2-dev libsqlite3-dev liblmdb-dev
+  libproc2-dev libsqlite3-dev liblmdb-dev libhdf5-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev
   libboost-test-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev xvfb xauth
-  python3-numpy util-linux vmtouch
+  python3-numpy python3-h5py util-linux vmtouch
   python3-psutil smem
   python3-torch
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
@@ -19,6 +19,8 @@ packages=(
 )
 # qt6-svg-dev: the dashboard's SVG export; xvfb (xvfb-run) and xauth: its tests on a real X server.
 # python3-numpy: the tests read generated .npy files with numpy itself (the reference reader).
+# libhdf5-dev: the reference loader reads and mkdata writes HDF5 through the C API (hdf5-serial);
+# python3-h5py: the HDF5 tests' oracle of the files' content (tests/test_hdf5.cpp).
 # util-linux (fincore) and vmtouch: the oracles the residency tests compare page-cache counts to.
 # python3-psutil and smem: the fleet bench's baselines for a full PSS sweep (psutil's
 # memory_full_info(), the smem command).
