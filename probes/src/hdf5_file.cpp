@@ -107,6 +107,30 @@ std::string filter_name(H5Z_filter_t filter) {
 
 } // namespace
 
+// HDF5 reads through its own file driver (pread into its chunk cache): the map and advice knobs
+// have nothing to act on, and the HDF5 knobs nothing elsewhere.
+void validate_hdf5_options(const LoaderOptions& o, const DatasetLayout& layout) {
+    if (layout.kind != DatasetKind::hdf5) {
+        const char* flag = o.chunk_cache_bytes               ? "--chunk-cache"
+                           : !o.hdf5_dataset.empty()         ? "--hdf5-dataset"
+                           : o.hdf5_open == Hdf5Open::parent ? "--hdf5-open"
+                                                             : nullptr;
+        if (flag)
+            throw LoaderError(std::string(flag) + " is for HDF5 files; " + layout.path + " is " +
+                              to_string(layout.kind));
+        return;
+    }
+    if (o.read == ReadMode::mmap_copy)
+        throw LoaderError("--read mmap-copy: HDF5 reads with pread through its own driver; "
+                          "leave --read out (or pread)");
+    if (o.advice != Advice::normal)
+        throw LoaderError("--advice " + std::string(to_string(o.advice)) +
+                          ": HDF5 reads through its own file descriptor; not supported for HDF5");
+    if (o.chunk_cache_bytes && (*o.chunk_cache_bytes < 0 || *o.chunk_cache_bytes > (1LL << 40)))
+        throw LoaderError("--chunk-cache " + std::to_string(*o.chunk_cache_bytes) +
+                          ": expected 0 to 1 TiB");
+}
+
 void silence_hdf5_errors() {
     static const bool done = [] {
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);

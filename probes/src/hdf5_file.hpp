@@ -25,6 +25,11 @@ bool has_hdf5_signature(const std::string& path);
 // strings, references) with one line naming the file and the dataset.
 DatasetLayout inspect_hdf5(const std::string& path, const std::string& dataset_name);
 
+struct LoaderOptions;
+// Throws LoaderError for loader options that mean nothing for this dataset: the map and advice
+// knobs for HDF5, the HDF5 knobs for the other kinds.
+void validate_hdf5_options(const LoaderOptions& options, const DatasetLayout& layout);
+
 // Switches HDF5's automatic error printing off for this process (and the children it forks):
 // errors are read from the stack and reported as one line instead.
 void silence_hdf5_errors();

@@ -2,6 +2,7 @@
 #include "loaderlens/probes/loader.hpp"
 
 #include "buffer_plan.hpp"
+#include "hdf5_file.hpp"
 #include "loader_events.hpp"
 #include "prefork_buffer.hpp"
 #include "read_progress.hpp"
@@ -26,30 +27,6 @@ namespace {
 // More results in flight than this would not fit in one pipe (see WorkerPool::start).
 constexpr int max_batches_in_flight = 4096;
 
-// HDF5 reads through its own file driver (pread into its chunk cache): the map and advice knobs
-// have nothing to act on, and the HDF5 knobs nothing elsewhere.
-void validate_hdf5(const LoaderOptions& o, const DatasetLayout& layout) {
-    if (layout.kind != DatasetKind::hdf5) {
-        const char* flag = o.chunk_cache_bytes               ? "--chunk-cache"
-                           : !o.hdf5_dataset.empty()         ? "--hdf5-dataset"
-                           : o.hdf5_open == Hdf5Open::parent ? "--hdf5-open"
-                                                             : nullptr;
-        if (flag)
-            throw LoaderError(std::string(flag) + " is for HDF5 files; " + layout.path + " is " +
-                              to_string(layout.kind));
-        return;
-    }
-    if (o.read == ReadMode::mmap_copy)
-        throw LoaderError("--read mmap-copy: HDF5 reads with pread through its own driver; "
-                          "leave --read out (or pread)");
-    if (o.advice != Advice::normal)
-        throw LoaderError("--advice " + std::string(to_string(o.advice)) +
-                          ": HDF5 reads through its own file descriptor; not supported for HDF5");
-    if (o.chunk_cache_bytes && (*o.chunk_cache_bytes < 0 || *o.chunk_cache_bytes > (1LL << 40)))
-        throw LoaderError("--chunk-cache " + std::to_string(*o.chunk_cache_bytes) +
-                          ": expected 0 to 1 TiB");
-}
-
 void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (o.epochs < 1) throw LoaderError("--epochs " + std::to_string(o.epochs) + ": must be >= 1");
     if (o.prefetch < 1)
@@ -68,7 +45,7 @@ void validate_loader(const LoaderOptions& o, const DatasetLayout& layout) {
     if (!lmdb && !o.readahead)
         throw LoaderError("--readahead off is LMDB's MDB_NORDAHEAD; for " +
                           std::string(to_string(layout.kind)) + " files use --advice random");
-    validate_hdf5(o, layout);
+    validate_hdf5_options(o, layout);
     if (o.cow_heap_mib < 0 || o.cow_heap_mib > (1 << 20))
         throw LoaderError("--cow-heap " + std::to_string(o.cow_heap_mib) +
                           ": expected MiB between 0 and 1048576");
