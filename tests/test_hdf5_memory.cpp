@@ -140,7 +140,8 @@ BOOST_AUTO_TEST_CASE(chunk_cache_is_worker_anon_and_parent_open_is_one_descripti
     }
 }
 
-// Scenario 13 (opened before fork), the per-worker chunk cache and scenario 14 (the dataset in
+// Scenario 13 (opened before fork), the per-worker chunk cache (and chunks it cannot hold) and
+// scenario 14 (the dataset in
 // the page cache, in no worker) in a replay's report; controls: opened in the workers with the
 // default cache; a mapped .npy (pages in the workers); and a raw file read with pread, where 14
 // applies as to HDF5.
@@ -166,6 +167,11 @@ BOOST_AUTO_TEST_CASE(findings_in_replays_and_controls) {
     BOOST_TEST(of_kind(worker, "hdf5_opened_before_fork").empty(), kinds(worker));
     BOOST_TEST(of_kind(worker, "hdf5_chunk_cache").empty(), kinds(worker)); // 2 x 1 MiB
     BOOST_TEST(of_kind(worker, "page_cache_outside_workers").size() == 1u, kinds(worker));
+    // A cache smaller than one chunk (256 KiB) caches nothing: said, whatever the total.
+    const ReportData tiny = replayed(dir, "tiny.db", {"--chunk-cache", "128KiB", "--", data});
+    const auto uncached = of_kind(tiny, "hdf5_chunk_cache");
+    BOOST_REQUIRE_MESSAGE(uncached.size() == 1u, kinds(tiny));
+    BOOST_TEST(uncached[0]->title.find("do not fit") != std::string::npos, uncached[0]->title);
 
     const std::string npy = dir.file("twin.npy");
     mkdata({"npy", npy, "--count", "512", "--shape", "64x1024", "--dtype", "u1"});
