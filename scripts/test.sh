@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # The benchmarks are built and run by scripts/bench.sh (README); no test runs them, and building
 # them here took minutes of the 20 the whole run may take.
-# Both builds here compile in unity batches (cmake/unity.cmake: the verified sources of each
-# target, several per translation unit) and this one with line tables only (-g1; no test reads
+# This build compiles in unity batches (cmake/unity.cmake: the verified sources of each target,
+# several per translation unit; the sanitizer build below gained too little to keep them) and with line tables only (-g1; no test reads
 # debug info, and a backtrace still has file:line): less than the default's compile time
 # (docs/testing.md, "Build time"). A developer's own build keeps one file per unit and full -g.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_BUILD_BENCH=OFF \
@@ -48,7 +48,7 @@ list_skips build
 if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
   started=$SECONDS
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_SANITIZE=ON \
-    -DLOADERLENS_BUILD_GUI=OFF -DLOADERLENS_BUILD_BENCH=OFF -DLOADERLENS_UNITY_BUILD=ON
+    -DLOADERLENS_BUILD_GUI=OFF -DLOADERLENS_BUILD_BENCH=OFF
   cmake --build build-asan --target loaderlens loaderlens_tests
   echo "tests: sanitizer build: $((SECONDS - started)) s"
   export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
