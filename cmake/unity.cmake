@@ -2,7 +2,7 @@
 # Unity (jumbo) builds: LOADERLENS_UNITY_BUILD=ON compiles several .cpp files of a target as one
 # translation unit (CMake's UNITY_BUILD), so the heavy headers (CLI11, Boost.Test, nlohmann/json,
 # fmt, the standard library) are parsed and their templates instantiated once per batch instead of
-# once per file. scripts/test.sh (CI) turns it on for both of its builds; it is off by default, so
+# once per file. scripts/test.sh (CI) turns it on for its release build; it is off by default, so
 # an edit of one file in a developer's build recompiles that file only. docs/testing.md has the
 # measurements.
 #
