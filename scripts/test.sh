@@ -15,7 +15,8 @@ bash scripts/setup.sh
 # This build compiles in unity batches (cmake/unity.cmake: the verified sources of each target,
 # several per translation unit; the sanitizer build below gained too little to keep them) and
 # with line tables only (-g1; no test reads debug info, and a backtrace still has file:line):
-# less than the default's compile time (docs/testing.md, "Build time"). A developer's own build keeps one file per unit and full -g.
+# less than the default's compile time (docs/testing.md, "Build time"). A developer's own build
+# keeps one file per unit and full -g.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_BUILD_BENCH=OFF \
   -DLOADERLENS_UNITY_BUILD=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 started=$SECONDS
