@@ -238,7 +238,13 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                  it != file_rows.end() && it->first.first == p->id; ++it)
                 for (const MapRow* row : it->second)
                     if (row->figures.rss_kb >= 1024) slot_files.insert(it->first.second);
-        for (const std::int64_t object : slot_files) {
+        // In path order: object ids differ between a recording and its part of a merged one
+        // (objects two nodes share get one id there), and the report must not.
+        std::vector<std::int64_t> by_path(slot_files.begin(), slot_files.end());
+        std::stable_sort(by_path.begin(), by_path.end(), [&](std::int64_t a, std::int64_t b) {
+            return objects[a]->path < objects[b]->path;
+        });
+        for (const std::int64_t object : by_path) {
             GrowthFigure figure{"file", objects[object]->path};
             fill(figure,
                  [&](const ProcessInfo& p, std::int64_t from, std::int64_t to,
