@@ -71,8 +71,6 @@ std::vector<std::string> shared_flags(const LoaderFlags& f, const std::vector<Gr
 // samples: the fast tier reads every 100 ms).
 constexpr double min_loading_s = 2;
 constexpr int max_auto_epochs = 20;
-// Epochs shorter than this hold a non-persistent worker's peak for only a few samples.
-constexpr double short_epoch_s = 0.5;
 
 // More epochs when the first replay loaded for less than min_loading_s; nothing otherwise.
 std::optional<int> epochs_for_a_measure(const AdviseMeasure& m, int epochs) {
@@ -283,18 +281,6 @@ int run_advise(AdviseOptions& o) {
             break;
         }
     }
-    double shortest_epoch_s = 0;
-    for (const AdviseRow& row : run.rows)
-        if (row.ran && row.measure.ok && row.measure.epochs > 0) {
-            const double epoch_s = row.measure.seconds / row.measure.epochs;
-            if (shortest_epoch_s == 0 || epoch_s < shortest_epoch_s) shortest_epoch_s = epoch_s;
-        }
-    if (shortest_epoch_s > 0 && shortest_epoch_s < short_epoch_s)
-        run.notes.push_back(fmt::format(
-            "an epoch took {:.2f} s: workers re-forked each epoch live about that long, and "
-            "their peak may fall between two samples (50 ms apart); give the real per-sample "
-            "work with --transform-time (decode, augmentation) for epochs as long as training's",
-            shortest_epoch_s));
     run.notes.push_back("the reference loader's processes are small C++ processes: a training "
                         "script adds its model, CUDA context and (per worker) interpreter; give "
                         "them with --reserve and --per-worker");

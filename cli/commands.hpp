@@ -31,8 +31,8 @@ Runner add_check(CLI::App& app);
 Runner add_merge(CLI::App& app);
 Runner add_advise(CLI::App& app);
 
-// "250ms", "2s", "500us", "5m" (or "5min"), "1h" or a bare number of milliseconds, in microseconds; nothing for text
-// that is not a duration, negative, or over a day.
+// "250ms", "2s", "500us", "5m" (or "5min"), "1h" or a bare number of milliseconds, in microseconds;
+// nothing for text that is not a duration, negative, or over a day.
 std::optional<std::int64_t> parse_duration_us(const std::string& text);
 
 // "4096", "64KiB", "256MiB", "1.5GiB", "64K" (powers of 1024); "10kB", "10MB" (powers of 1000),
