@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(as_fast_settings_prefer_the_larger_margin) {
 }
 
 BOOST_AUTO_TEST_CASE(a_handle_shared_across_fork_is_never_recommended) {
-    std::vector<AdviseRow> rows{row("2", 100, 300), row("8", 400, 300)};
+    std::vector<AdviseRow> rows{row("2", 100, 300), row("8", 400, 200)};
     rows[1].measure.finding_kinds = {"hdf5_opened_before_fork"};
     const Recommendation r = recommend(rows, Accounting::slurm_linux, 1000 * mib);
     BOOST_REQUIRE(r.row);
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(a_handle_shared_across_fork_is_never_recommended) {
     BOOST_TEST(rows[1].verdict ==
                "fits, but not recommended: hdf5_opened_before_fork (docs/findings.md)");
     // When it is the only one that fits: no recommendation, and not "over the limit".
-    const Recommendation none = recommend(rows, Accounting::slurm_linux, 300 * mib);
+    const Recommendation none = recommend(rows, Accounting::slurm_linux, 250 * mib);
     BOOST_TEST(!none.row);
     BOOST_TEST(none.reason == "the only settings that fit under linux are not recommended (their "
                               "verdicts say why)");
