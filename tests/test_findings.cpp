@@ -4,6 +4,7 @@
 // loader was told to allocate (a leak per epoch, a buffer before fork, a heap workers copy, the
 // batches in flight), the page cache read by the test's own mincore(2), the kernel's smaps rows.
 // Each has a control: a run without the cause, where that finding must not appear.
+#include "finding_support.hpp"
 #include "loaderlens/report.hpp"
 #include "replay_support.hpp"
 #include "residency_support.hpp"
@@ -16,20 +17,6 @@ using namespace loaderlens;
 using namespace loaderlens::test;
 
 namespace {
-
-std::vector<const Finding*> of_kind(const ReportData& report, const std::string& kind) {
-    std::vector<const Finding*> out;
-    for (const Finding& f : report.diagnosis.findings)
-        if (f.kind == kind) out.push_back(&f);
-    return out;
-}
-
-std::string kinds(const ReportData& report) {
-    std::string out;
-    for (const Finding& f : report.diagnosis.findings)
-        out += f.kind + " ";
-    return out;
-}
 
 // Exactly one finding of `kind`, whose key figure is within `tolerance` of `expected`.
 const Finding& require_one(const ReportData& report, const std::string& kind, double expected,

@@ -4,6 +4,7 @@
 // opened before fork is one open file description (one flock in /proc/locks) where workers that
 // open their own hold one each; and the findings of scenarios 13 and 14 in a replay's report,
 // each with a control where it must not appear.
+#include "finding_support.hpp"
 #include "hdf5_support.hpp"
 #include "loaderlens/report.hpp"
 #include "residency_support.hpp"
@@ -90,20 +91,6 @@ Held held_after_an_epoch(const TempDir& dir, const std::string& data, const std:
     BOOST_REQUIRE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
     BOOST_REQUIRE_EQUAL(held.worker_anon_kb.size(), 2u);
     return held;
-}
-
-std::vector<const Finding*> of_kind(const ReportData& report, const std::string& kind) {
-    std::vector<const Finding*> out;
-    for (const Finding& f : report.diagnosis.findings)
-        if (f.kind == kind) out.push_back(&f);
-    return out;
-}
-
-std::string kinds(const ReportData& report) {
-    std::string out;
-    for (const Finding& f : report.diagnosis.findings)
-        out += f.kind + " ";
-    return out;
 }
 
 ReportData replayed(const TempDir& dir, const std::string& name, std::vector<std::string> args) {
