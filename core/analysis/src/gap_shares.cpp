@@ -109,8 +109,10 @@ CauseGaps gap_shares(const RecordingData& data, const ProcessRows& rows, Diagnos
             if (it != by_object.end() && it->second >= 1024)
                 files.push_back({"file", o.path, it->second});
         }
-        std::sort(files.begin(), files.end(),
-                  [](const GapShare& a, const GapShare& b) { return a.gap_kb > b.gap_kb; });
+        // Ties by path, not by object id (merged recordings renumber objects).
+        std::sort(files.begin(), files.end(), [](const GapShare& a, const GapShare& b) {
+            return a.gap_kb != b.gap_kb ? a.gap_kb > b.gap_kb : a.what < b.what;
+        });
         if (files.size() > 3) files.resize(3);
         for (const GapShare& f : files) {
             diagnosis.gap.push_back(f);

@@ -159,8 +159,12 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
     for (auto& f : r.files)
         std::sort(f.processes.begin(), f.processes.end(),
                   [](const auto& a, const auto& b) { return a.process_id < b.process_id; });
+    // Ties by path, not by object id: a merged recording gives the objects two nodes share one
+    // id, and a part's report must list its files as the input's own report does.
     std::sort(r.files.begin(), r.files.end(), [](const FileSummary& a, const FileSummary& b) {
-        return a.total_rss.value.value_or(0) > b.total_rss.value.value_or(0);
+        const auto a_rss = a.total_rss.value.value_or(0), b_rss = b.total_rss.value.value_or(0);
+        if (a_rss != b_rss) return a_rss > b_rss;
+        return a.object.path < b.object.path;
     });
 
     const auto& stats = data.tier_stats;
