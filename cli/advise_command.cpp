@@ -38,12 +38,6 @@ struct AdviseOptions {
     bool auto_epochs = true; // no --epochs: 2, or more when an epoch is short
 };
 
-// Sizes where 0 is a fine answer (parse_size takes 1 and up).
-std::optional<std::int64_t> size_or_zero(const std::string& text) {
-    if (text == "0") return 0;
-    return parse_size(text);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -154,8 +148,8 @@ int run_advise(AdviseOptions& o) {
     const auto limit = parse_size(o.mem_limit);
     const auto accounting = parse_accounting(o.accounting);
     const auto budget_us = parse_duration_us(o.budget);
-    const auto reserve = size_or_zero(o.reserve);
-    const auto per_worker = size_or_zero(o.per_worker);
+    const auto reserve = parse_size_or_zero(o.reserve);
+    const auto per_worker = parse_size_or_zero(o.per_worker);
     auto bad = [](const std::string& message) {
         print_error(message);
         return exit_bad_input;

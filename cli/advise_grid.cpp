@@ -74,7 +74,7 @@ std::optional<std::vector<GridAxis>> grid_axes(const GridFlags& f, const std::st
          },
          "on, off"},
         {"chunk-cache", hdf5 ? f.chunk_cache : "", false,
-         [](const std::string& v) { return v == "0" || parse_size(v).has_value(); },
+         [](const std::string& v) { return parse_size_or_zero(v).has_value(); },
          "sizes like 0, 1MiB, 64MiB"},
         {"hdf5-open", hdf5 ? f.hdf5_open : "", false,
          [](const std::string& v) {

@@ -38,6 +38,8 @@ std::optional<std::int64_t> parse_duration_us(const std::string& text);
 // "4096", "64KiB", "256MiB", "1.5GiB", "64K" (powers of 1024); "10kB", "10MB" (powers of 1000),
 // in bytes; nothing for text that is not a size, below 1 or above 2^62.
 std::optional<std::int64_t> parse_size(const std::string& text);
+// parse_size, and "0" (a size that may be nothing: --chunk-cache 0, advise --reserve 0).
+std::optional<std::int64_t> parse_size_or_zero(const std::string& text);
 
 // Whether `text` starts with a digit or '.', as every duration, size and share does (std::stod
 // alone would skip leading white space, and take a sign).

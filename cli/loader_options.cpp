@@ -100,10 +100,8 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     auto transform = parse_duration_us(f.transform_time);
     auto record_bytes = f.record_size ? parse_size(*f.record_size) : std::nullopt;
     auto hdf5_open = parse_hdf5_open(f.hdf5_open);
-    // 0 turns HDF5's chunk cache off (parse_size wants a positive size).
-    auto chunk_cache = !f.chunk_cache          ? std::nullopt
-                       : *f.chunk_cache == "0" ? std::optional<std::int64_t>(0)
-                                               : parse_size(*f.chunk_cache);
+    // 0 turns HDF5's chunk cache off.
+    auto chunk_cache = f.chunk_cache ? parse_size_or_zero(*f.chunk_cache) : std::nullopt;
     // The first flag whose value did not parse, with what it expects.
     struct Check {
         bool ok;

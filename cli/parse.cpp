@@ -36,6 +36,11 @@ std::optional<std::int64_t> parse_duration_us(const std::string& text) {
     }
 }
 
+std::optional<std::int64_t> parse_size_or_zero(const std::string& text) {
+    if (text == "0") return 0;
+    return parse_size(text);
+}
+
 std::optional<std::int64_t> parse_size(const std::string& text) {
     struct Unit {
         const char* suffix;
