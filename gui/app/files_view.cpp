@@ -3,10 +3,12 @@
 
 #include "table_view.hpp"
 
+#include <algorithm>
 #include <map>
 #include <QHeaderView>
 #include <QSplitter>
 #include <QVBoxLayout>
+#include <set>
 
 namespace loaderlens::gui {
 
@@ -72,18 +74,53 @@ void FilesView::refresh() {
     show_file(source.data(FileTableModel::ObjectIdRole).toLongLong(), source.data().toString());
 }
 
+namespace {
+
+// A lane of the plot: a worker slot of one node (its generations summed at each maps tick), or
+// main. Merged recordings keep each node's slots apart.
+struct LaneId {
+    int part = 0;
+    int slot = -1; // -1: main
+    auto operator<=>(const LaneId&) const = default;
+};
+
+QString part_name(const RecordingData& data, int part) {
+    for (const RecordingPart& p : data.parts)
+        if (p.id == part) return QString::fromStdString(p.name) + " · ";
+    return {};
+}
+
+// The spans between one lane's processes where none of them was alive: the line breaks there
+// rather than joining one generation's last sample to the next one's first.
+std::vector<TimeSpan> gaps_between(std::vector<const ProcessInfo*> lives) {
+    std::sort(lives.begin(), lives.end(),
+              [](const ProcessInfo* a, const ProcessInfo* b) { return a->birth_ms < b->birth_ms; });
+    std::vector<TimeSpan> gaps;
+    std::int64_t alive_until = INT64_MIN;
+    for (const ProcessInfo* p : lives) {
+        if (alive_until != INT64_MIN && p->birth_ms > alive_until)
+            gaps.push_back({alive_until, p->birth_ms});
+        alive_until = std::max(alive_until, p->exit_ms.value_or(INT64_MAX));
+    }
+    return gaps;
+}
+
+} // namespace
+
 void FilesView::show_file(std::int64_t object_id, const QString& path) {
     object_id_ = object_id;
-    // Per lane: a worker slot (its generations summed at each maps tick) or main.
-    std::map<std::pair<int, bool>, std::vector<LanePoint>> by_lane; // (slot or -1, pss)
+    std::map<std::pair<LaneId, bool>, std::vector<LanePoint>> by_lane; // (lane, pss)
+    std::map<LaneId, std::set<const ProcessInfo*>> lane_processes;
+    std::set<std::int64_t> sample_times;
     for (const MapRow& row : document().data().maps) {
         if (row.object_id != object_id) continue;
+        sample_times.insert(row.t_ms);
         auto p = document().processes().find(row.process_id);
         if (p == document().processes().end()) continue;
-        const int lane = p->second.role == Role::worker ? p->second.slot
-                         : p->second.role == Role::main ? -1
-                                                        : -2;
-        if (lane == -2) continue;
+        const ProcessInfo& process = p->second;
+        if (process.role != Role::worker && process.role != Role::main) continue;
+        const LaneId lane{process.part, process.role == Role::worker ? process.slot : -1};
+        lane_processes[lane].insert(&process);
         for (bool pss : {false, true}) {
             const std::int64_t value = pss ? row.figures.pss_kb : row.figures.rss_kb;
             auto& points = by_lane[{lane, pss}];
@@ -93,6 +130,13 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
                 points.push_back({row.t_ms, value});
         }
     }
+    // Every process that held the lane's slot, not only those with a row here, bounds its gaps.
+    for (const auto& [id, process] : document().processes()) {
+        if (process.role != Role::worker && process.role != Role::main) continue;
+        const LaneId lane{process.part, process.role == Role::worker ? process.slot : -1};
+        if (auto it = lane_processes.find(lane); it != lane_processes.end())
+            it->second.insert(&process);
+    }
     plot_->clearItems();
     plot_->clearGraphs();
     lines_.clear();
@@ -100,14 +144,18 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
     plot_->legend->setVisible(by_lane.size() <= 16);
     double top = 1;
     for (auto& [key, points] : by_lane) {
+        const auto& [lane, pss] = key;
         Line line;
-        line.name = (key.first < 0 ? QString("main") : QString("slot %1").arg(key.first)) +
-                    (key.second ? " PSS" : " RSS");
-        line.pss = key.second;
-        line.color = key.first < 0 ? 7 : key.first;
+        line.name = part_name(document().data(), lane.part) +
+                    (lane.slot < 0 ? QString("main") : QString("slot %1").arg(lane.slot)) +
+                    (pss ? " PSS" : " RSS");
+        line.pss = pss;
+        line.color = lane.slot < 0 ? 7 : lane.slot;
         for (const LanePoint& p : points)
             top = std::max(top, static_cast<double>(p.kib) / 1024);
         line.points = std::move(points);
+        const auto& lives = lane_processes[lane];
+        line.gaps = gaps_between({lives.begin(), lives.end()});
         line.graph = plot_->addGraph();
         line.graph->setName(line.name);
         line.graph->setPen(QPen(PlotFrame::color(line.color), line.pss ? 1 : 2,
@@ -115,6 +163,13 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
         lines_.push_back(std::move(line));
     }
     plot_->axisRect()->axis(QCPAxis::atLeft)->setRange(0, top * 1.1);
+    QString few_samples;
+    if (sample_times.size() < 3)
+        few_samples = QString(" Only %1 maps sample%2 of it: the maps tier reads smaps every "
+                              "5 s unless told otherwise, less often over its CPU budget; record "
+                              "with <tt>--interval maps=1s</tt> for a finer line.")
+                          .arg(sample_times.size())
+                          .arg(sample_times.size() == 1 ? "" : "s");
     caption_->setText(
         by_lane.empty()
             ? "<b>" + path.toHtmlEscaped() +
@@ -122,7 +177,8 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
             : "<b>" + path.toHtmlEscaped() +
                   "</b>: each worker slot's RSS (solid) and PSS (dashed) of this file over time "
                   "(maps tier: /proc/PID/smaps). RSS counts a shared page in every process; PSS "
-                  "divides it among them.");
+                  "divides it among them." +
+                  few_samples);
     frame_->rebuild();
     if (document().report()) frame_->set_epochs(document().report()->diagnosis.epochs);
     frame_->schedule_redraw();
@@ -131,10 +187,10 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
 void FilesView::redraw() {
     const int columns = std::max(50, plot_->axisRect()->width());
     for (Line& line : lines_) {
-        line.graph->data()->set(
-            PlotFrame::graph_data(
-                envelope(line.points, context_.window->from_s(), context_.window->to_s(), columns)),
-            true);
+        const auto points = envelope(line.points, context_.window->from_s(),
+                                     context_.window->to_s(), columns, line.gaps);
+        PlotFrame::mark_samples(line.graph, points.size(), columns);
+        line.graph->data()->set(PlotFrame::graph_data(points), true);
     }
 }
 

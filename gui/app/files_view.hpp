@@ -34,6 +34,7 @@ class FilesView : public DashboardView {
         bool pss = false;
         int color = 0;
         std::vector<LanePoint> points;
+        std::vector<TimeSpan> gaps; // between generations: no process of the lane alive
         QCPGraph* graph = nullptr;
     };
     QCustomPlot* plot_ = nullptr;

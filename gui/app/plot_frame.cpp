@@ -34,6 +34,12 @@ QColor PlotFrame::color(int index) {
     return palette[static_cast<unsigned>(index) % 8];
 }
 
+void PlotFrame::mark_samples(QCPGraph* graph, std::size_t points, int columns) {
+    const bool sparse = points * 8 <= static_cast<std::size_t>(std::max(columns, 1));
+    graph->setScatterStyle(sparse ? QCPScatterStyle(QCPScatterStyle::ssDisc, 6)
+                                  : QCPScatterStyle(QCPScatterStyle::ssNone));
+}
+
 void PlotFrame::style(QCPAxisRect* rect, const QString& value_label) {
     QCPAxis* left = rect->axis(QCPAxis::atLeft);
     left->setLabel(value_label);

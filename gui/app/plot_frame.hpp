@@ -39,6 +39,10 @@ class PlotFrame : public QObject {
     static QCPItemText* add_label(QCPAxisRect* rect, const QString& text, bool right = false);
     static QVector<QCPGraphData> graph_data(const std::vector<PlotPoint>& points);
     static QColor color(int index); // a palette that tells 8 lanes apart, then repeats
+    // A series with few points drawn (a sparse tier, or one sample in a short recording) shows
+    // a dot at each sample: a single point draws no line at all, and dots say where the figures
+    // were read. Dense series keep plain lines.
+    static void mark_samples(QCPGraph* graph, std::size_t points, int columns);
 
   protected:
     bool eventFilter(QObject* watched, QEvent* event) override;

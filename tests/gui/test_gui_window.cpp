@@ -9,6 +9,7 @@
 #include "gui_support.hpp"
 #include "main_window.hpp"
 #include "overview_view.hpp"
+#include "plot_frame.hpp"
 #include "qcustomplot_include.hpp"
 #include "view_export.hpp"
 
@@ -85,6 +86,31 @@ BOOST_AUTO_TEST_CASE(scenario_4_lmdb_persistent) {
 }
 BOOST_AUTO_TEST_CASE(scenario_7_copy_on_read) {
     check_scenario(7, "copy_on_read");
+}
+
+// One sample of a file (a recording shorter than the maps tier's interval) draws no line: each
+// sample of a sparse series is a dot, so the plot is not left empty; a dense one stays a line.
+BOOST_AUTO_TEST_CASE(a_single_sample_is_drawn_as_a_dot) {
+    QCustomPlot plot;
+    plot.resize(400, 300);
+    plot.xAxis->setRange(0, 10);
+    plot.yAxis->setRange(0, 10);
+    QCPGraph* graph = plot.addGraph();
+    graph->setPen(QPen(PlotFrame::color(0), 2));
+    graph->data()->set({QCPGraphData(5, 5)}, true);
+    plot.replot(); // lays the axis rect out
+    const int columns = plot.axisRect()->width();
+    BOOST_TEST_REQUIRE(columns > 100);
+    auto drawn = [&] {
+        plot.replot();
+        const QImage image = plot.toPixmap().toImage();
+        return coloured_pixels(image, image.rect());
+    };
+    BOOST_TEST(drawn() == 0); // what QCustomPlot draws of one point without a scatter style
+    PlotFrame::mark_samples(graph, 1, columns);
+    BOOST_TEST(drawn() > 15);
+    PlotFrame::mark_samples(graph, static_cast<std::size_t>(columns), columns);
+    BOOST_TEST(graph->scatterStyle().shape() == QCPScatterStyle::ssNone);
 }
 
 // A finding clicked in the Overview selects its time range, slot and file everywhere.
