@@ -159,6 +159,19 @@ bool kernel_offers_cachestat() {
     return offers;
 }
 
+std::optional<std::int64_t> evicted_pages(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    struct {
+        std::uint64_t off, len;
+    } range{0, 0};                // the whole file
+    std::uint64_t counts[5] = {}; // cache, dirty, writeback, evicted, recently evicted
+    const bool ok = ::syscall(451, fd, &range, counts, 0) == 0;
+    ::close(fd);
+    if (!ok) return {};
+    return static_cast<std::int64_t>(counts[3]);
+}
+
 bool kernel_offers_pagemap_scan() {
     // PAGEMAP_SCAN over one page of our own stack.
     static const bool offers = [] {

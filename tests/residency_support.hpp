@@ -13,6 +13,7 @@
 #include "loaderlens/residency_sampler.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ void make_cold(const std::string& path);
 // Reads one byte of each page with POSIX_FADV_RANDOM: caches exactly those pages.
 void read_pages_randomly(const std::string& path, const std::set<std::int64_t>& pages);
 void read_all(const std::string& path);
+// Pages of `path` evicted from the page cache whose shadow entries remain: the test's own
+// cachestat(2) call; empty where the kernel has none (before 6.5).
+std::optional<std::int64_t> evicted_pages(const std::string& path);
 // `count` distinct pages spread over [0, file_pages), first and last included.
 std::set<std::int64_t> spread_pages(std::int64_t file_pages, int count);
 // Pages per bucket of `layout` for the given page numbers.

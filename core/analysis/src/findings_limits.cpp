@@ -111,19 +111,25 @@ void batches_in_main(const Context& c, std::vector<Finding>& out) {
 
 void thrashing(const Context& c, std::vector<Finding>& out) {
     for (const FileResidencySummary& r : c.report.residency) {
-        if (!r.evicted.value || r.file.size_bytes <= 0 || r.file.page_size <= 0) continue;
+        // Only evictions seen during the run: pages evicted before it began (an earlier job,
+        // memory pressure since the file was written) are re-read once, which is no thrashing.
+        if (!r.evicted_during || r.file.size_bytes <= 0 || r.file.page_size <= 0) continue;
         const std::int64_t pages = r.file.size_bytes / r.file.page_size;
+        const std::int64_t evicted = *r.evicted_during;
         if (pages <= 0 ||
-            static_cast<double>(*r.evicted.value) < thresholds::thrashing_evicted_share * pages)
+            static_cast<double>(evicted) < thresholds::thrashing_evicted_share * pages)
             continue;
         Finding x;
         x.kind = "cache_thrashing";
         x.severity = Severity::warning;
         x.title = fmt::format("page cache thrashing: {} does not stay in memory; reads go to disk",
                               r.file.path);
-        x.evidence.push_back(fmt::format("{} pages ({:.0f}% of the file) evicted from the page "
-                                         "cache while it was followed",
-                                         *r.evicted.value, 100.0 * *r.evicted.value / pages));
+        x.evidence.push_back(fmt::format("at least {} pages ({:.0f}% of the file) evicted from "
+                                         "the page cache while it was followed",
+                                         evicted, 100.0 * static_cast<double>(evicted) / pages));
+        if (r.evicted_at_start && *r.evicted_at_start > 0)
+            x.evidence.push_back(fmt::format("{} more had been evicted before the recording began",
+                                             *r.evicted_at_start));
         if (r.refaulted)
             x.evidence.push_back(
                 fmt::format("at least {} pages read again after their eviction", *r.refaulted));
@@ -134,7 +140,7 @@ void thrashing(const Context& c, std::vector<Finding>& out) {
                    "job more memory, read a smaller subset per epoch, or use a faster disk";
         x.file = r.file.path;
         x.figure_name = "evicted_pages";
-        x.figure = static_cast<double>(*r.evicted.value);
+        x.figure = static_cast<double>(evicted);
         x.figure_unit = "pages";
         out.push_back(std::move(x));
     }

@@ -34,6 +34,11 @@ void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResiden
     s.dirty.offer(c.dirty, t);
     s.writeback.offer(c.writeback, t);
     s.evicted.offer(c.evicted, t);
+    if (!before) s.evicted_at_start = c.evicted;
+    if (before && c.evicted && before->totals.evicted && now.evicted_buckets.empty())
+        s.evicted_during = saturating_add(
+            s.evicted_during.value_or(0),
+            std::max<std::int64_t>(0, saturating_sub(*c.evicted, *before->totals.evicted)));
     if (!s.first_cached) s.first_cached = c.cached;
     s.final_cached = c.cached;
     if (!s.time_to_90_ms &&
@@ -45,15 +50,18 @@ void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResiden
         before->evicted_buckets.size() != buckets || before->buckets.size() != buckets ||
         buckets == 0)
         return;
-    std::int64_t refaulted = 0; // int32 counts, taken apart in int64: no overflow
+    std::int64_t refaulted = 0, evicted = 0; // int32 counts, taken apart in int64: no overflow
     for (std::size_t b = 0; b < buckets; ++b) {
         const std::int64_t shadows_gone = std::max<std::int64_t>(
             0, std::int64_t{before->evicted_buckets[b]} - now.evicted_buckets[b]);
+        evicted += std::max<std::int64_t>(0, std::int64_t{now.evicted_buckets[b]} -
+                                                 before->evicted_buckets[b]);
         const std::int64_t pages_back =
             std::max<std::int64_t>(0, std::int64_t{now.buckets[b]} - before->buckets[b]);
         refaulted += std::min(shadows_gone, pages_back);
     }
     s.refaulted = saturating_add(s.refaulted.value_or(0), refaulted);
+    s.evicted_during = saturating_add(s.evicted_during.value_or(0), evicted);
 }
 
 // Residency at one sample against the loader's last progress report before it.

@@ -50,11 +50,16 @@ void append_cache(std::string& out, const FileResidencySummary& s) {
                        percent(s.final_cached.value_or(0), pages),
                        s.time_to_90_ms ? "cached at " + seconds(*s.time_to_90_ms)
                                        : std::string("never reached"));
+    auto at_least = [](const std::optional<std::int64_t>& pages) {
+        return pages ? std::to_string(*pages) : std::string("n/a");
+    };
     if (s.file.method == CacheMethod::cachestat)
-        out += fmt::format("               evicted peak {} pages, refaulted at least {} pages; "
-                           "dirty peak {}, writeback peak {}\n",
-                           count(s.evicted), s.refaulted ? std::to_string(*s.refaulted) : "n/a",
-                           count(s.dirty), count(s.writeback));
+        out +=
+            fmt::format("               evicted peak {} pages ({} before the recording, at "
+                        "least {} during it), refaulted at least {} pages; dirty peak {}, "
+                        "writeback peak {}\n",
+                        count(s.evicted), at_least(s.evicted_at_start), at_least(s.evicted_during),
+                        at_least(s.refaulted), count(s.dirty), count(s.writeback));
     else
         out += "               evicted, refaulted, dirty, writeback: n/a (mincore gives only "
                "cached pages)\n";

@@ -53,6 +53,8 @@ json residency_summary(const FileResidencySummary& s) {
                      {"final_pages", optional(s.final_cached)},
                      {"time_to_90_percent_ms", optional(s.time_to_90_ms)}};
     out["evicted_peak"] = pages_peak(s.evicted);
+    out["evicted_at_start_pages"] = optional(s.evicted_at_start);
+    out["evicted_during_pages_at_least"] = optional(s.evicted_during);
     out["refaulted_pages_at_least"] = optional(s.refaulted);
     out["dirty_peak"] = pages_peak(s.dirty);
     out["writeback_peak"] = pages_peak(s.writeback);

@@ -67,6 +67,12 @@ struct FileResidencySummary {
     // Lower bound: per bucket and interval, pages whose shadow entry went away while the cache
     // grew by as many (a refault replaces the shadow entry of an evicted page with the page).
     std::optional<std::int64_t> refaulted;
+    // Shadow entries at the first sample: pages evicted before the recording began (by an earlier
+    // job, or memory pressure since the file was written), not by this run.
+    std::optional<std::int64_t> evicted_at_start;
+    // Lower bound of the pages evicted while the file was followed: per bucket and interval, how
+    // much its shadow entries grew (an eviction re-read before the next sample is not seen).
+    std::optional<std::int64_t> evicted_during;
     struct PerProcess {
         std::int64_t process_id = 0;
         Peak present; // pages
