@@ -9,6 +9,8 @@
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
 #include "numeric_option.hpp"
+#include "output_checks.hpp"
+#include "output_name.hpp"
 #include "replay_command.hpp"
 
 #include <chrono>
@@ -98,7 +100,8 @@ void prepare_page_cache(const std::string& file, bool cold) {
 void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directory, int number,
              const AdviseAssumptions& assumptions, bool keep, int& killed_by) {
     RecordOptions record;
-    record.output = directory + "/advise-" + std::to_string(number) + ".db";
+    // The directory is expanded already (--keep runs-%j): record must not expand it again.
+    record.output = literal_output_name(directory) + "/advise-" + std::to_string(number) + ".db";
     record.force = true;
     record.quiet = true;
     // Replays of a few seconds: RSS read 20 times a second, PSS and the cgroup 4 times, not once
@@ -199,7 +202,7 @@ int run_advise(AdviseOptions& o) {
                             : "warm: the dataset was read once before the first replay, so every "
                               "replay starts alike (--cold: from disk)";
 
-    std::string directory = o.keep;
+    std::string directory = o.keep.empty() ? "" : expand_output_name(o.keep);
     if (directory.empty()) {
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/loaderlens-advise-XXXXXX";
@@ -209,6 +212,7 @@ int run_advise(AdviseOptions& o) {
         }
         directory = pattern;
     } else {
+        if (auto problem = output_name_problem("--keep", directory)) return bad(*problem);
         std::error_code error;
         std::filesystem::create_directories(directory, error);
         if (error) return bad("--keep " + directory + ": " + error.message());
@@ -314,7 +318,9 @@ Runner add_advise(CLI::App& app) {
     sub->add_flag("--cold", o->cold,
                   "Drop the dataset's page cache before each replay (default: read it once "
                   "before the first, so every replay starts warm)");
-    sub->add_option("--keep", o->keep, "Keep each replay's recording in this directory");
+    sub->add_option("--keep", o->keep,
+                    "Keep each replay's recording in this directory (made with its parents; %j, "
+                    "%N... expand as in record -o)");
     auto* g = sub->add_option_group("Grid (comma-separated values)");
     g->add_option("--workers", o->grid.workers, "Worker counts")->capture_default_str();
     g->add_option("--read", o->grid.read, "Read modes (npy, raw: mmap-view,pread)");

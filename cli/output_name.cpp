@@ -64,6 +64,15 @@ std::string expand_output_name(const std::string& pattern) {
     return out;
 }
 
+std::string literal_output_name(const std::string& name) {
+    std::string out;
+    for (char c : name) {
+        out += c;
+        if (c == '%') out += '%';
+    }
+    return out;
+}
+
 std::string default_output_pattern(const std::string& prefix) {
     const std::string stem = prefix.empty() ? "loaderlens" : "loaderlens-" + prefix;
     return in_slurm_job() ? stem + "-%j.%s.%t-%N.db" : stem + "-%N-%p.db";

@@ -11,6 +11,9 @@ namespace loaderlens::cli {
 // "nostep" outside SLURM), %t (SLURM_PROCID, the task; 0 outside SLURM), %a (SLURM_ARRAY_TASK_ID,
 // "noarray"), %N (SLURMD_NODENAME or the host name), %p (this recorder's PID) and %%.
 std::string expand_output_name(const std::string& pattern);
+// `name` as a pattern that expands to itself: every % doubled (a directory already expanded, with
+// a file name to be added, handed to a command that expands its output name).
+std::string literal_output_name(const std::string& name);
 std::string node_name();
 
 // The default pattern: `loaderlens[-prefix]-%j.%s.%t-%N.db` inside a SLURM job (one file per job,

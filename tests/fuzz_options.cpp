@@ -88,6 +88,14 @@ const std::vector<Spec> all_specs = {
     {"export -o", "-o", K::path_out, {}},
     {"tail", "", K::path_in, {}},
     {"tail", "--interval", K::duration, {}},
+    {"advise", "", K::path_in, {}},
+    {"advise", "--mem-limit", K::size, {}},
+    {"advise", "--budget", K::duration, {}},
+    {"advise", "--reserve", K::size, {}},
+    {"advise", "--per-worker", K::size, {}},
+    {"advise", "--train-epochs", K::int32, {}, true},
+    {"advise", "--epochs", K::int32, {}, true},
+    {"advise", "--keep", K::path_out, {}},
 };
 
 // Stands for a case's own directory of special files in the catalogue's paths.
@@ -259,6 +267,14 @@ std::vector<std::string> HostileOptions::argv_for(const Spec& spec, const std::s
         if (format == "npy") options({{"--count", "16"}, {"--shape", "4"}});
         if (format == "raw") options({{"--count", "16"}, {"--record-size", "64"}});
         if (format == "lmdb") options({{"--count", "16"}, {"--value-size", "64"}});
+    } else if (c == "advise") { // one setting of one epoch: a run takes about 0.5 s
+        argv.insert(argv.end(), {"advise", "-q"});
+        options({{"--mem-limit", "1G"},
+                 {"--budget", "30s"},
+                 {"--workers", "1"},
+                 {"--persistent", "no"},
+                 {"--epochs", "1"}});
+        argv.insert(argv.end(), {"--", positional ? value : inputs_.npy});
     } else if (c == "report") {
         argv.insert(argv.end(), {"report", value});
     } else if (c == "report --json") {
@@ -293,13 +309,14 @@ FuzzCase HostileOptions::make_case(const Spec& spec, const HostileValue& value, 
     // exit 1 (an error of the run, not of the input) is as right as a refusal.
     if (!value.must_refuse || spec.kind == K::path_out) command.refusal_codes = {1, 2};
     if (!spec.flag.empty()) command.names.push_back(spec.flag);
+    if (c == "advise") command.verdict_codes = {3}; // no setting fits (a limit of 1 KiB)
     if (!starts(c, "load") && !starts(c, "report") && c != "export" && c != "tail")
         command.names.push_back(out);
     if (spec.flag == "-o") command.names.push_back("--output");
     for (auto& form : name_forms(text))
         command.names.push_back(std::move(form));
     // An error about the run names the dataset it was run on.
-    if (starts(c, "load") || starts(c, "replay"))
+    if (starts(c, "load") || starts(c, "replay") || c == "advise")
         command.names.insert(command.names.end(), {inputs_.npy, inputs_.raw, inputs_.lmdb});
     if (text.empty())
         command.names.insert(command.names.end(),
@@ -325,6 +342,9 @@ std::vector<FuzzCase> HostileOptions::sweep(std::uint64_t seed) const {
     std::size_t next = 0;
     for (const Spec& spec : specs_) {
         auto values = hostile_values(spec.kind, paths_, "@good");
+        if (spec.flag == "--keep") // a directory, made with its parents (mkdir -p), not a file
+            for (HostileValue& v : values)
+                if (v.text == paths_.missing + "/sub/out") v.must_refuse = false;
         if (spec.flag == "--trace" || spec.flag == "--file") // a FIFO is a fair trace (<(...))
             std::erase_if(values, [&](const HostileValue& v) { return v.text == paths_.fifo; });
         if (spec.flag == "--cow-heap") values.push_back({"1048576", false, true}); // 1 TiB

@@ -36,7 +36,8 @@ class HostileOptions {
 
     struct Spec {
         std::string command; // record, record -f, replay, load, load-raw, load-lmdb, mkdata npy,
-                             // mkdata raw, mkdata lmdb, report, report --json, export, export -o
+                             // mkdata raw, mkdata lmdb, report, report --json, export, export -o,
+                             // tail, advise
         std::string flag;    // "" for the positional (file, dataset, path)
         ValueKind kind;
         std::vector<std::string> context; // what makes the option matter (--pattern ...)

@@ -152,11 +152,14 @@ std::optional<std::string> judge_outcome(const FuzzCommand& command, const Comma
                    "\" (a sanitizer report, a crash or C++ exception text)" + err;
     }
     const int code = WEXITSTATUS(end.status);
-    if (code == 0) {
+    const bool verdict = std::find(command.verdict_codes.begin(), command.verdict_codes.end(),
+                                   code) != command.verdict_codes.end();
+    if (code == 0 || verdict) {
         if (command.expect == FuzzExpect::refuse)
-            return "exit 0: this input must be refused (exit " + expected_codes(command) + ")" +
-                   err;
-        if (auto problem = output_problem(command, end)) return "exit 0, but " + *problem + err;
+            return "exit " + std::to_string(code) + ": this input must be refused (exit " +
+                   expected_codes(command) + ")" + err;
+        if (auto problem = output_problem(command, end))
+            return "exit " + std::to_string(code) + ", but " + *problem + err;
         return std::nullopt;
     }
     if (command.expect == FuzzExpect::succeed)

@@ -44,6 +44,9 @@ struct FuzzCommand {
     // A clean refusal: one of these exit codes and exactly one line on stderr that holds one of
     // `names` (the input: file, dataset or option; not checked when empty).
     std::vector<int> refusal_codes{2};
+    // Exit codes of a run that went well and has a verdict (advise: 3, no setting fits; check: 3,
+    // a rule failed): judged as exit 0 is, and not a refusal.
+    std::vector<int> verdict_codes;
     std::vector<std::string> names;
     bool as_nobody = false;     // run as user nobody (only when the test runs as root)
     bool stdout_closed = false; // stdout is a pipe nobody reads (`loaderlens export | head -0`)
