@@ -315,8 +315,8 @@ BOOST_AUTO_TEST_CASE(pages_evicted_before_the_run_are_no_thrashing, *LOADERLENS_
     const auto hierarchy = thrash_hierarchy();
     if (!hierarchy) return;
     ThrashData t;
-    // How many shadow entries the kernel keeps varies (5,700 to 22,000 pages in 8 runs of this
-    // test on 6.18): the step is repeated until at least 10% of the file was evicted.
+    // How many shadow entries the kernel keeps varies (docs/residency.md): the step is repeated
+    // until at least 10% of the file was evicted.
     std::optional<std::int64_t> evicted;
     for (int attempt = 0; attempt < 3 && evicted.value_or(0) < t.pages / 10; ++attempt) {
         residency::make_cold(t.data);
