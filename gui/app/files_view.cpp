@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "files_view.hpp"
 
+#include "display_text.hpp"
 #include "table_view.hpp"
 
 #include <algorithm>
@@ -84,12 +85,6 @@ struct LaneId {
     auto operator<=>(const LaneId&) const = default;
 };
 
-QString part_name(const RecordingData& data, int part) {
-    for (const RecordingPart& p : data.parts)
-        if (p.id == part) return QString::fromStdString(p.name) + " · ";
-    return {};
-}
-
 // The spans between one lane's processes where none of them was alive: the line breaks there
 // rather than joining one generation's last sample to the next one's first.
 std::vector<TimeSpan> gaps_between(std::vector<const ProcessInfo*> lives) {
@@ -146,7 +141,7 @@ void FilesView::show_file(std::int64_t object_id, const QString& path) {
     for (auto& [key, points] : by_lane) {
         const auto& [lane, pss] = key;
         Line line;
-        line.name = part_name(document().data(), lane.part) +
+        line.name = part_prefix(document().data(), lane.part) +
                     (lane.slot < 0 ? QString("main") : QString("slot %1").arg(lane.slot)) +
                     (pss ? " PSS" : " RSS");
         line.pss = pss;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "workers_view.hpp"
 
+#include "display_text.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,13 +45,6 @@ QString lane_name(const LaneKey& key) {
     case LaneKey::Kind::helpers:
         return "helpers";
     }
-    return {};
-}
-
-// In a merged recording a lane is one node's: its name says which ("node2 · worker slot 0").
-QString part_prefix(const RecordingData& data, int part) {
-    for (const RecordingPart& p : data.parts)
-        if (p.id == part) return QString::fromStdString(p.name) + " · ";
     return {};
 }
 

@@ -26,4 +26,10 @@ qlonglong sort_value(const Kib& kib) {
     return kib ? static_cast<qlonglong>(*kib) : -1;
 }
 
+QString part_prefix(const RecordingData& data, int part) {
+    for (const RecordingPart& p : data.parts)
+        if (p.id == part) return QString::fromStdString(p.name) + " · ";
+    return {};
+}
+
 } // namespace loaderlens::gui
