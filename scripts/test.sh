@@ -23,23 +23,6 @@ started=$SECONDS
 cmake --build build
 echo "tests: release build: $((SECONDS - started)) s"
 
-# The sanitizer build (below) compiles while the release tests run, at idle priority
-# (SCHED_IDLE): it gets only the CPU time they leave (many of them sleep while a recorder samples
-# or a replay steps), never a cycle they want. docs/testing.md has the measurements.
-sanitize=0
-[ "${LOADERLENS_SKIP_SANITIZE:-0}" = 1 ] || sanitize=1
-asan_pid=
-if [ "$sanitize" = 1 ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_SANITIZE=ON \
-    -DLOADERLENS_BUILD_GUI=OFF -DLOADERLENS_BUILD_BENCH=OFF
-  asan_started=$SECONDS
-  # Its own session, so that an interrupted run stops the whole build with it.
-  setsid chrt --idle 0 cmake --build build-asan --target loaderlens loaderlens_tests \
-    >build-asan/build.log 2>&1 &
-  asan_pid=$!
-  trap 'kill -- -"$asan_pid" 2>/dev/null || true' EXIT
-fi
-
 echo "tests: strict mode ${LOADERLENS_STRICT:-0} (LOADERLENS_STRICT=1: what CI must have fails instead of skipping)"
 status=0
 started=$SECONDS
@@ -63,19 +46,12 @@ list_skips build
 # whose stderr holds one). detect_leaks=1: a leak in the recorder grows with a days-long
 # recording, and the short commands are leak-free, so LeakSanitizer's exit-time check fails only
 # on a real leak. GUI and benchmarks stay out of this build.
-asan_built=0
-if [ "$sanitize" = 1 ]; then
-  tests_ended=$SECONDS
-  wait "$asan_pid" && asan_built=1
-  trap - EXIT
-  echo "tests: sanitizer build: $((SECONDS - asan_started)) s, of which $((SECONDS - tests_ended)) s after the release tests"
-  if [ "$asan_built" = 0 ]; then
-    echo "tests: the sanitizer build failed; the end of its log (build-asan/build.log):"
-    tail -n 60 build-asan/build.log
-    status=1
-  fi
-fi
-if [ "$asan_built" = 1 ]; then
+if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
+  started=$SECONDS
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOADERLENS_SANITIZE=ON \
+    -DLOADERLENS_BUILD_GUI=OFF -DLOADERLENS_BUILD_BENCH=OFF
+  cmake --build build-asan --target loaderlens loaderlens_tests
+  echo "tests: sanitizer build: $((SECONDS - started)) s"
   export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   # Its test binary holds only the suites listed in tests/CMakeLists.txt
