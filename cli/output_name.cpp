@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "output_name.hpp"
 
+#include "loaderlens/recorder.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -21,10 +23,7 @@ bool in_slurm_job() {
 } // namespace
 
 std::string node_name() {
-    if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm && *slurm) return slurm;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
+    return recording_host_name();
 }
 
 std::string expand_output_name(const std::string& pattern) {

@@ -3,12 +3,14 @@
 // (they reach the recording as the loader reports them, not when it ends), and `tail` follows the
 // run to its end. Oracle: the finished recording's own report, and the replay still running when
 // the live report was taken.
+#include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
 
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 #include <thread>
 
 using json = nlohmann::json;
@@ -74,6 +76,34 @@ BOOST_AUTO_TEST_CASE(report_shows_epochs_so_far_and_tail_follows_to_the_end) {
     }
     BOOST_TEST(tailed.out.ends_with("recording finished\n"), tailed.out);
     BOOST_TEST(tailed.out.find("sum RSS") != std::string::npos);
+}
+
+// A recording read at its very first moment is being written, never cut: the recorder's first
+// transaction names its writer (meta writer_pid, host) along with state "recording". Before, the
+// writer came a transaction later, and a reader in between (the dashboard following a replay it
+// had just started) took the recording for one killed outright. Oracle: the recorder still runs.
+BOOST_AUTO_TEST_CASE(a_recording_read_at_its_first_moment_is_being_written) {
+    TempDir dir;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const std::string db = dir.file("first-" + std::to_string(attempt) + ".db");
+        Child recorder({cli_path(), "record", "-q", "-o", db, "--", "sleep", "1"});
+        std::optional<RecordingEnd> first;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!first && std::chrono::steady_clock::now() < deadline) {
+            std::error_code error;
+            if (std::filesystem::file_size(db, error) == 0 || error) continue;
+            try {
+                first = Recording(db).end();
+            } catch (const RecordingError&) { // its schema not committed yet
+            }
+        }
+        BOOST_REQUIRE(first);
+        BOOST_TEST(::kill(recorder.pid(), 0) == 0); // the recorder still ran
+        BOOST_TEST((first->state == RecordingEnd::State::being_written),
+                   "attempt " << attempt << ": state " << static_cast<int>(first->state));
+        BOOST_TEST(first->writer_pid.value_or(0) == recorder.pid());
+        BOOST_TEST(recorder.wait(std::chrono::seconds(30)).has_value());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(tail_refuses_what_is_not_a_recording) {

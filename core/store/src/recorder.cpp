@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -18,6 +19,13 @@
 namespace loaderlens {
 
 static_assert(recording_schema_version == recording_tables::schema_version);
+
+std::string recording_host_name() {
+    if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm && *slurm) return slurm;
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return host;
+}
 
 std::string recording_schema_sql() {
     return recording_tables::create_sql();
@@ -74,6 +82,8 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         loader_ = std::make_unique<LoaderWriter>(*db_, revision_);
         set_meta("format", recording_format);
         set_meta("state", "recording");
+        set_meta("writer_pid", std::to_string(::getpid()));
+        set_meta("host", recording_host_name());
         commit();
     } catch (const sql::Error& e) {
         loader_.reset();

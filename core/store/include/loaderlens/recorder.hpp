@@ -20,6 +20,10 @@ namespace loaderlens {
 inline constexpr int recording_schema_version = 7;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
+// The name a recording gives its host (meta `host`): SLURMD_NODENAME inside a SLURM job, else
+// the host name. A reader takes a recording being written on this host for live by it.
+std::string recording_host_name();
+
 class ResidencyWriter;
 class LoaderWriter;
 class RowWriter;
@@ -35,7 +39,10 @@ struct RecorderError : std::runtime_error {
 class Recorder {
   public:
     // Creates `path`. Refuses an existing file unless `overwrite`. Throws RecorderError with a
-    // one-line reason (exists, directory missing, permission denied...).
+    // one-line reason (exists, directory missing, permission denied...). The first transaction
+    // says who writes it (meta writer_pid and host) along with state "recording", so that a
+    // reader never sees a recording in progress without its writer, which it would take for a
+    // cut one.
     Recorder(const std::string& path, bool overwrite);
     ~Recorder();
 
