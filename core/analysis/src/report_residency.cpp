@@ -2,6 +2,7 @@
 // The residency part of the report: per file, how the page cache and each process's mappings
 // filled, and, for a replay, how far residency ran ahead of the loader's reads.
 #include "loaderlens/report.hpp"
+#include "loaderlens/residency_generations.hpp"
 
 #include <algorithm>
 #include <map>
@@ -104,17 +105,23 @@ ResidencyCheckpoint checkpoint(const FileResidencySummary& s, std::int64_t t,
 
 void add_loader_view(FileResidencySummary& s, const std::vector<Timed<CacheResidency>>& cache,
                      const std::vector<Timed<MappedResidency>>& mapped, const LoaderRun& loader,
-                     const std::vector<ProcessSummary>& processes) {
+                     const std::vector<ProcessSummary>& processes,
+                     const std::map<std::int64_t, std::int64_t>& latest) {
+    // Rows of any generation of the file (residency_generations.hpp).
+    auto of_file = [&](std::int64_t id) {
+        auto it = latest.find(id);
+        return it != latest.end() && it->second == s.file.id;
+    };
     std::map<std::int64_t, std::vector<MappedResidency>> mapped_at;
     for (const auto& [t, m] : mapped)
-        if (m.file_id == s.file.id) mapped_at[t].push_back(m);
+        if (of_file(m.file_id)) mapped_at[t].push_back(m);
     const std::vector<MappedResidency> none;
     std::size_t next_threshold = 0;
     bool first_read_shown = false;
     auto progress = loader.progress.begin();
     const LoaderProgress* last = nullptr;
     for (const auto& [t, c] : cache) {
-        if (c.file_id != s.file.id) continue;
+        if (!of_file(c.file_id)) continue;
         while (progress != loader.progress.end() && progress->t_ms <= t)
             last = &*progress++;
         auto it = mapped_at.find(t);
@@ -148,21 +155,26 @@ std::vector<FileResidencySummary> summarize_residency(const RecordingData& data,
                                                       Kib cached_before) {
     const LoaderRun& loader = data.loader;
     std::vector<FileResidencySummary> out;
-    for (const ResidencyFile& file : data.residency_files)
+    // A file that changed size while followed, once, at its latest size; its rows of every
+    // generation in one series (residency_generations.hpp).
+    for (const ResidencyFile& file : latest_files(data.residency_files))
         out.push_back({.file = file});
     if (out.empty()) return out;
-    auto find = [&out](std::int64_t id) -> FileResidencySummary* {
+    const std::map<std::int64_t, std::int64_t> latest = latest_generations(data.residency_files);
+    auto find = [&out, &latest](std::int64_t id) -> FileResidencySummary* {
+        auto it = latest.find(id);
+        if (it == latest.end()) return nullptr;
         for (auto& s : out)
-            if (s.file.id == id) return &s;
+            if (s.file.id == it->second) return &s;
         return nullptr;
     };
     const auto& cache = data.cache_residency;
-    std::map<std::int64_t, const CacheResidency*> previous;
+    std::map<std::int64_t, const CacheResidency*> previous; // by summary
     for (const auto& [t, c] : cache) {
         FileResidencySummary* s = find(c.file_id);
         if (!s) continue;
-        summarize_cache(*s, t, c, previous[c.file_id]);
-        previous[c.file_id] = &c;
+        summarize_cache(*s, t, c, previous[s->file.id]);
+        previous[s->file.id] = &c;
     }
     const auto& mapped = data.mapped_residency;
     for (const auto& [t, m] : mapped) {
@@ -193,7 +205,7 @@ std::vector<FileResidencySummary> summarize_residency(const RecordingData& data,
         if (data_file.empty() || s.file.path != data_file) continue;
         s.loader_data_file = true;
         s.cached_before = cached_before;
-        add_loader_view(s, cache, mapped, loader, processes);
+        add_loader_view(s, cache, mapped, loader, processes, latest);
     }
     return out;
 }

@@ -2,6 +2,7 @@
 #include "residency_json.hpp"
 
 #include "json_util.hpp"
+#include "loaderlens/residency_generations.hpp"
 
 namespace loaderlens::json_util {
 
@@ -88,8 +89,14 @@ json residency_summary(const FileResidencySummary& s) {
 
 json residency_series(const RecordingData& data) {
     json out{{"files", json::array()}, {"cache", json::array()}, {"mapped", json::array()}};
-    for (const auto& f : data.residency_files)
-        out["files"].push_back(residency_file(f));
+    // Every generation of a file that changed size while followed, each with its own layout (the
+    // rows' buckets follow it); latest_generation names the one that gives the file's size now.
+    const auto latest = latest_generations(data.residency_files);
+    for (const auto& f : data.residency_files) {
+        json file = residency_file(f);
+        file["latest_generation"] = latest.at(f.id);
+        out["files"].push_back(std::move(file));
+    }
     for (const auto& [t, c] : data.cache_residency)
         out["cache"].push_back(
             {{"t_ms", t},

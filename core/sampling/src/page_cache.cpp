@@ -112,6 +112,21 @@ void PageCacheProbe::use_mincore() {
     method_ = CacheMethod::mincore;
 }
 
+bool PageCacheProbe::refresh_size() {
+    if (fd_ < 0) return false;
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || st.st_size == size_bytes_) return false;
+    size_bytes_ = st.st_size;
+    if (method_ == CacheMethod::mincore) {
+        // mincore answers for the probe's own mapping only: map the file at its new size.
+        if (mapping_) ::munmap(mapping_, mapping_bytes_);
+        mapping_ = nullptr;
+        mapping_bytes_ = 0;
+        use_mincore();
+    }
+    return true;
+}
+
 PageCacheProbe::~PageCacheProbe() {
     close_all();
 }

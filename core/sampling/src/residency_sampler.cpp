@@ -109,8 +109,11 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::steady_clock::now().time_since_epoch())
                                  .count();
+    // A file written since the last run moves no page table of the tree (the tree may stand
+    // still) but its kept rows were counted against its old size: walk again.
+    const bool files_changed = refresh_files();
     const bool still = options_.still_max_age_ms > 0 && stillness_.look(live) && last_walk_ms_ &&
-                       now - *last_walk_ms_ < options_.still_max_age_ms;
+                       now - *last_walk_ms_ < options_.still_max_age_ms && !files_changed;
     walked_last_ = !still;
     if (still) {
         for (auto& [key, tracked] : tracked_)
@@ -196,6 +199,68 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     for (const MappedResidency& row : out.mapped)
         if (row.mapped_pages > 0) last_walk_rows_.push_back(row);
     last_walk_ms_ = now;
+}
+
+bool ResidencySampler::refresh_files() {
+    bool changed = follow_replaced_requests();
+    for (auto& [key, tracked] : tracked_) {
+        if (!tracked.probe.refresh_size()) continue;
+        follow_new_size(tracked);
+        changed = true;
+    }
+    return changed;
+}
+
+void ResidencySampler::follow_new_size(Tracked& tracked) {
+    const std::int64_t old_id = tracked.file.id;
+    ResidencyFile& file = tracked.file;
+    file.id = next_file_id_++;
+    file.size_bytes = tracked.probe.size_bytes();
+    file.layout =
+        BucketLayout::make((file.size_bytes + page_size_ - 1) / page_size_, options_.buckets);
+    tracked.reported = false; // written to new_files by this run, after its first read
+    // A process that mapped the old generation maps the new one: no row of zeros for the old id.
+    for (auto& [key, state] : processes_)
+        if (state.mapped_files.erase(old_id) > 0) state.mapped_files.insert(file.id);
+}
+
+bool ResidencySampler::follow_replaced_requests() {
+    bool changed = false;
+    std::vector<std::string> paths;
+    for (const auto& [key, tracked] : tracked_)
+        if (tracked.file.requested) paths.push_back(tracked.file.path);
+    for (const std::string& path : paths) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue; // gone: keep
+        const FileKey now{static_cast<std::uint64_t>(st.st_dev),
+                          static_cast<std::uint64_t>(st.st_ino)};
+        bool current = false;
+        for (auto it = tracked_.begin(); it != tracked_.end();) {
+            ResidencyFile& f = it->second.file;
+            if (!f.requested || f.path != path) {
+                ++it;
+                continue;
+            }
+            if (f.device == now.first && f.inode == now.second) {
+                current = true;
+                ++it;
+                continue;
+            }
+            // Another file at the path (replaced, or created after the recording began): the old
+            // one stays followed while the tree maps it, as a file like any other; one that was
+            // never opened has no rows and goes.
+            f.requested = false;
+            it = f.identified() ? std::next(it) : tracked_.erase(it);
+        }
+        if (current) continue;
+        if (auto it = tracked_.find(now); it != tracked_.end()) {
+            it->second.file.requested = true; // followed already because the tree maps it
+            continue;
+        }
+        track(path, 0, now.second, true);
+        changed = true;
+    }
+    return changed;
 }
 
 void ResidencySampler::look_for_outside_sharers(const std::vector<ProcessInfo>& live,

@@ -47,6 +47,11 @@ class PageCacheProbe {
                                     BucketCounts* evicted = nullptr);
     // cachestat(2) calls the last read made (0 with mincore).
     int cachestat_calls() const;
+    // Asks the open file for its size again (fstat): true when it changed since the last ask (a
+    // file written while followed), after which size_bytes() is the new size and a mincore probe
+    // maps the whole file again. The file stays the one opened: a path replaced since names
+    // another file, which is another object (a new probe).
+    bool refresh_size();
 
   private:
     std::optional<CacheCounts> read_cachestat(const BucketLayout& layout, BucketCounts& cached,

@@ -6,6 +6,13 @@
 // Which files: mapped by some process of the tree, at least `min_size_bytes` big, never mapped
 // executable (programs and libraries) and not under /usr/lib, /usr/share, /lib, /lib64 or /etc
 // (locale archives and other system data every process maps), plus `files` always.
+//
+// A followed file that changes size (written while followed: an LMDB built by the job) is read
+// at its new size from the next run on: a new ResidencyFile (new id, same path, device and
+// inode, the new size and bucket layout) is reported in new_files, and that run's and later rows
+// carry the new id; the old id's series ends with its last row (no row of zeros). A requested
+// file whose path names another file since (replaced, or created after the recording began) is
+// followed as a new object with its new identity. docs/residency.md.
 #pragma once
 
 #include "loaderlens/outside_sharers.hpp"
@@ -65,6 +72,11 @@ class ResidencySampler {
 
     Tracked* track(const std::string& path, std::uint64_t device, std::uint64_t inode,
                    bool requested);
+    // Files whose size changed since the last run get a new id and layout; requested paths that
+    // name another file now are followed anew. True when anything changed (the run must walk).
+    bool refresh_files();
+    void follow_new_size(Tracked& tracked);
+    bool follow_replaced_requests();
     Tracked* find(const FileMapping& mapping);
     void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
