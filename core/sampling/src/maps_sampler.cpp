@@ -15,14 +15,18 @@ namespace loaderlens {
 
 namespace {
 
-// Splits an smaps header "start-end perms offset dev inode   pathname" into inode and pathname.
-bool parse_header(std::string_view line, std::uint64_t& inode, std::string_view& path) {
+// Splits an smaps header "start-end perms offset dev inode   pathname" into inode and pathname,
+// and says whether the perms ("r-xp") allow execution.
+bool parse_header(std::string_view line, std::uint64_t& inode, std::string_view& path,
+                  bool& executable) {
     std::size_t pos = 0;
+    executable = false;
     for (int field = 0; field < 4; ++field) { // skip range, perms, offset, dev
         pos = line.find(' ', pos);
         if (pos == std::string_view::npos) return false;
         pos = line.find_first_not_of(' ', pos);
         if (pos == std::string_view::npos) return false;
+        if (field == 0) executable = line.size() > pos + 2 && line[pos + 2] == 'x';
     }
     std::size_t end = line.find(' ', pos);
     std::string_view inode_text = line.substr(pos, end - pos);
@@ -66,7 +70,8 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
         if (is_header(line)) {
             std::uint64_t inode = 0;
             std::string_view path;
-            if (!parse_header(line, inode, path)) {
+            bool executable = false;
+            if (!parse_header(line, inode, path, executable)) {
                 current = nullptr;
                 continue;
             }
@@ -84,6 +89,9 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
                     current->inode = inode;
                 }
             }
+            // Any mapping of it with execute permission makes the object code (a program, an
+            // interpreter, a library: its text segment), whatever its other mappings are.
+            if (named && executable) current->executable = true;
             continue;
         }
         if (!current) continue;

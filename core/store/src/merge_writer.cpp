@@ -129,9 +129,15 @@ int MergeWriter::add(RecordingPart part, const RecordingData& data) {
         for (const ObjectInfo& o : data.objects) {
             auto key = std::make_tuple(static_cast<int>(o.kind), o.path, o.inode);
             auto it = objects_.find(key);
-            if (it == objects_.end())
-                it = objects_.emplace(key, rows_->object(o.kind, o.path, o.inode, o.size_bytes))
+            if (it == objects_.end()) {
+                it = objects_
+                         .emplace(key, rows_->object(o.kind, o.path, o.inode, o.size_bytes,
+                                                     o.executable))
                          .first;
+                if (o.executable.value_or(false)) executable_.insert(it->second);
+            } else if (o.executable.value_or(false) && executable_.insert(it->second).second) {
+                rows_->object_executable(it->second); // code in one part is code in all
+            }
             object[o.id] = it->second;
         }
         // A sample row of a process the input does not hold (a damaged input) has nowhere to go.

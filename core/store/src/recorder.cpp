@@ -144,13 +144,20 @@ void Recorder::set_meta(const std::string& key, const std::string& value) {
 
 std::int64_t Recorder::object_id(const MappedObject& object) {
     auto key = std::make_tuple(std::string(to_string(object.kind)), object.path, object.inode);
-    if (auto it = objects_.find(key); it != objects_.end()) return it->second;
+    if (auto it = objects_.find(key); it != objects_.end()) {
+        // Code is what any process maps executable, at any sample (docs/recording.md).
+        if (object.executable && executable_objects_.insert(it->second).second)
+            rows_->object_executable(it->second);
+        return it->second;
+    }
     std::optional<std::int64_t> size;
     struct stat st {};
     bool is_file = object.kind == MappingKind::file;
     if (is_file && ::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode)
         size = static_cast<std::int64_t>(st.st_size);
-    const std::int64_t id = rows_->object(object.kind, object.path, object.inode, size);
+    const std::int64_t id =
+        rows_->object(object.kind, object.path, object.inode, size, object.executable);
+    if (object.executable) executable_objects_.insert(id);
     objects_.emplace(std::move(key), id);
     return id;
 }

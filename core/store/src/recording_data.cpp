@@ -16,6 +16,14 @@ template <typename T> void move_append(std::vector<T>& to, std::vector<T>& from)
 }
 } // namespace
 
+bool named_like_shared_library(const std::string& path) {
+    return path.ends_with(".so") || path.find(".so.") != std::string::npos;
+}
+
+bool ObjectInfo::is_code() const {
+    return executable.value_or(false) || named_like_shared_library(path);
+}
+
 bool RecordingData::empty() const {
     return parts.empty() && processes.empty() && objects.empty() && fast.empty() &&
            rollup.empty() && maps.empty() && cgroup.empty() && system.empty() && markers.empty() &&

@@ -20,8 +20,9 @@ namespace loaderlens::recording_tables {
 // computed PSS and outside sharers, rollup_samples.age_ms (a reading kept while nothing moved);
 // 6: rollup_samples.pss_computed_kb (a composite row: the data files' share from pagemap);
 // 7: parts and part_meta (a merged recording's inputs), a part column in the tables of processes
-// and of node-wide rows (NULL outside a merged recording).
-inline constexpr int schema_version = 7;
+// and of node-wide rows (NULL outside a merged recording); 8: objects.executable (some process
+// mapped the object with execute permission: code, not data).
+inline constexpr int schema_version = 8;
 
 struct Column {
     const char* name;
@@ -89,7 +90,8 @@ inline const std::vector<Table>& all() {
           {"kind", "TEXT NOT NULL"},
           {"path", "TEXT NOT NULL"},
           {"inode", "INTEGER NOT NULL"},
-          {"size_bytes", "INTEGER"}},
+          {"size_bytes", "INTEGER"},
+          {"executable", "INTEGER", 8}},
          ", UNIQUE(kind, path, inode)"},
         {"map_samples",
          1,

@@ -22,6 +22,7 @@ RowWriter::RowWriter(sql::Database& db)
       fast_(db.prepare(recording_tables::insert_sql("fast_samples"))),
       rollup_(db.prepare(recording_tables::insert_sql("rollup_samples"))),
       object_(db.prepare(recording_tables::insert_sql("objects", {"id"}))),
+      object_executable_(db.prepare("UPDATE objects SET executable=1 WHERE id=?1")),
       map_(db.prepare(recording_tables::insert_sql("map_samples"))),
       cgroup_(db.prepare(recording_tables::insert_sql("cgroup_samples"))),
       system_(db.prepare(recording_tables::insert_sql("system_samples"))),
@@ -63,13 +64,19 @@ void RowWriter::rollup(std::int64_t t, const RollupSample& r) {
 }
 
 std::int64_t RowWriter::object(MappingKind kind, const std::string& path, std::uint64_t inode,
-                               const std::optional<std::int64_t>& size_bytes) {
+                               const std::optional<std::int64_t>& size_bytes,
+                               std::optional<bool> executable) {
     object_.bind(1, std::string(to_string(kind)))
         .bind(2, path)
         .bind(3, static_cast<std::int64_t>(inode))
-        .bind(4, Kib(size_bytes));
+        .bind(4, Kib(size_bytes))
+        .bind(5, executable ? Kib(*executable ? 1 : 0) : Kib());
     object_.run();
     return db_.last_insert_rowid();
+}
+
+void RowWriter::object_executable(std::int64_t id) {
+    object_executable_.bind(1, id).run();
 }
 
 void RowWriter::map(std::int64_t t, std::int64_t process_id, std::int64_t object_id,

@@ -21,9 +21,13 @@ class RowWriter {
     void process(const ProcessInfo& process, std::int64_t revision, bool insert);
     void fast(std::int64_t t_ms, const FastSample& sample);
     void rollup(std::int64_t t_ms, const RollupSample& sample);
-    // Inserts an object row and returns its id.
+    // Inserts an object row and returns its id; `executable` empty: not known (NULL).
     std::int64_t object(MappingKind kind, const std::string& path, std::uint64_t inode,
-                        const std::optional<std::int64_t>& size_bytes);
+                        const std::optional<std::int64_t>& size_bytes,
+                        std::optional<bool> executable);
+    // An object written before is seen mapped executable now (the dynamic loader maps a library
+    // read-only before it maps its code: a sample may see the first mapping only).
+    void object_executable(std::int64_t id);
     void map(std::int64_t t_ms, std::int64_t process_id, std::int64_t object_id,
              const MappedObject& figures);
     void cgroup(std::int64_t t_ms, const CgroupSample& sample);
@@ -34,8 +38,8 @@ class RowWriter {
 
   private:
     sql::Database& db_;
-    sql::Statement meta_, insert_process_, update_process_, fast_, rollup_, object_, map_, cgroup_,
-        system_, marker_, unavailable_, tier_;
+    sql::Statement meta_, insert_process_, update_process_, fast_, rollup_, object_,
+        object_executable_, map_, cgroup_, system_, marker_, unavailable_, tier_;
 };
 
 // A part id as stored: NULL outside a merged recording (part 0).

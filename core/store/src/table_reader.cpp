@@ -112,9 +112,11 @@ void TableReader::processes(Cursor& cursor, RecordingData& out) {
 void TableReader::objects(Cursor& cursor, RecordingData& out) {
     past(cursor, "objects", [&](sql::Statement& q) {
         const std::int64_t id = q.int64(1);
+        const Kib executable = q.optional_int64(6); // NULL before schema 8
         out.objects.push_back({id, mapping_kind_from_string(q.text(2)).value_or(MappingKind::other),
                                checked_path(q.text(3), "objects", id),
-                               static_cast<std::uint64_t>(q.int64(4)), q.optional_int64(5)});
+                               static_cast<std::uint64_t>(q.int64(4)), q.optional_int64(5),
+                               executable ? std::optional<bool>(*executable != 0) : std::nullopt});
     });
 }
 

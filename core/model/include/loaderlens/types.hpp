@@ -104,6 +104,9 @@ struct MappedObject {
     std::int64_t shared_clean_kb = 0, shared_dirty_kb = 0;
     std::int64_t private_clean_kb = 0, private_dirty_kb = 0;
     std::int64_t swap_kb = 0;
+    // One of its mappings has execute permission ('x' in smaps): a program, interpreter or
+    // library, i.e. code, not data.
+    bool executable = false;
 };
 
 struct MapsSample {

@@ -12,7 +12,9 @@ namespace loaderlens {
 
 // Maps tier: /proc/PID/smaps aggregated per backing file (path + inode) and per kind of anonymous
 // memory. Files with less than `min_file_rss_kb` resident are folded into one "other" object per
-// process so that shared libraries do not flood the recording; the totals stay exact.
+// process so that shared libraries do not flood the recording; the totals stay exact. A file with
+// a mapping that has execute permission is flagged executable (code: the diagnosis never makes a
+// finding of its own about it).
 class MapsSampler {
   public:
     explicit MapsSampler(std::int64_t min_file_rss_kb = 1024) : min_file_rss_kb_(min_file_rss_kb) {}

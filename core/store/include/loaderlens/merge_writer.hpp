@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -61,6 +62,7 @@ class MergeWriter {
     std::unique_ptr<ResidencyWriter> residency_;
     std::unique_ptr<LoaderWriter> loader_;
     std::map<std::tuple<int, std::string, std::uint64_t>, std::int64_t> objects_;
+    std::set<std::int64_t> executable_; // objects written with executable = 1
     std::int64_t next_process_ = 0, next_file_ = 0, revision_ = 0, end_ms_ = 0;
     int parts_ = 0;
 };

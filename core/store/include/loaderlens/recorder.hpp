@@ -17,7 +17,7 @@
 namespace loaderlens {
 
 // The schema this loaderlens writes (history: docs/recording.md).
-inline constexpr int recording_schema_version = 7;
+inline constexpr int recording_schema_version = 8;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 // The name a recording gives its host (meta `host`): SLURMD_NODENAME inside a SLURM job, else
@@ -75,6 +75,7 @@ class Recorder {
     std::unique_ptr<ResidencyWriter> residency_;
     std::unique_ptr<LoaderWriter> loader_;
     std::map<std::tuple<std::string, std::string, std::uint64_t>, std::int64_t> objects_;
+    std::set<std::int64_t> executable_objects_; // written with executable = 1
     std::set<std::tuple<std::int64_t, std::string, std::string>> noted_;
     int unreadable_loader_lines_ = 0;
     bool loader_heard_ = false, loader_ended_ = false;

@@ -26,7 +26,16 @@ struct ObjectInfo {
     std::string path;
     std::uint64_t inode = 0;
     std::optional<std::int64_t> size_bytes;
+    // Some process mapped it with execute permission (schema 8): a program, interpreter or
+    // library. Empty in older recordings.
+    std::optional<bool> executable;
+    // Code, not data: mapped executable; where that is not recorded (schema < 8), or not seen
+    // yet by a reader following a recording, a shared object by its name (".so", ".so.N").
+    bool is_code() const;
 };
+
+// A shared object by its name: ".so" or ".so.N" (the rule before schema 8 recorded execution).
+bool named_like_shared_library(const std::string& path);
 
 struct MapRow {
     std::int64_t t_ms = 0, process_id = 0, object_id = 0;
