@@ -8,10 +8,42 @@
 #include <charconv>
 #include <cstring>
 #include <dirent.h>
+#include <map>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace loaderlens {
+
+namespace {
+
+// Whether `pid` descends from a process of the tree: a worker forked since the tracker last
+// looked maps the files it inherited before the tree knows it, and is the tree's all the same.
+// Walks the parents in /proc/PID/stat; a process that exits on the way is taken as outside.
+bool descends_from_tree(pid_t pid, const std::set<pid_t>& tree, std::map<pid_t, bool>& known) {
+    std::vector<pid_t> path;
+    bool inside = false;
+    for (pid_t p = pid; p > 1 && path.size() < 256;) { // 256: a cycle read mid-reuse ends too
+        if (auto it = known.find(p); it != known.end()) {
+            inside = it->second;
+            break;
+        }
+        path.push_back(p);
+        const auto text = read_text_file("/proc/" + std::to_string(p) + "/stat");
+        const auto stat = text ? parse_stat(*text) : std::nullopt;
+        if (!stat) break;
+        if (tree.contains(stat->ppid)) {
+            inside = true;
+            break;
+        }
+        p = stat->ppid;
+    }
+    for (pid_t p : path)
+        known[p] = inside;
+    return inside;
+}
+
+} // namespace
 
 OutsideSharerCount
 count_outside_sharers(const std::set<pid_t>& tree,
@@ -21,6 +53,7 @@ count_outside_sharers(const std::set<pid_t>& tree,
     DIR* proc = ::opendir("/proc");
     if (!proc) return result;
     const pid_t self = ::getpid();
+    std::map<pid_t, bool> ancestry; // pid -> descends from the tree, for this look
     while (const dirent* entry = ::readdir(proc)) {
         pid_t pid = 0;
         const char* end = entry->d_name + std::strlen(entry->d_name);
@@ -36,10 +69,13 @@ count_outside_sharers(const std::set<pid_t>& tree,
         for (const FileMapping& m : parse_file_mappings(*text)) {
             // Inode only for the device: see ResidencySampler (btrfs, overlayfs device numbers).
             for (const auto& file : files)
-                if (file.second == m.inode && (file.first == m.device || file.first == 0) &&
-                    seen.insert(file).second)
-                    ++result.sharers[file];
+                if (file.second == m.inode && (file.first == m.device || file.first == 0))
+                    seen.insert(file);
         }
+        // Only a process that maps a followed file has its ancestry read.
+        if (seen.empty() || descends_from_tree(pid, tree, ancestry)) continue;
+        for (const auto& file : seen)
+            ++result.sharers[file];
     }
     ::closedir(proc);
     return result;

@@ -25,7 +25,8 @@ struct OutsideSharerCount {
     int unreadable = 0;
 };
 
-// Looks at every process but those in `tree` and this one.
+// Looks at every process but those in `tree`, their descendants (a worker forked since the tree
+// was last tracked is the tree's, not an outside sharer) and this one.
 OutsideSharerCount
 count_outside_sharers(const std::set<pid_t>& tree,
                       const std::set<std::pair<std::uint64_t, std::uint64_t>>& files);
