@@ -10,7 +10,7 @@
 namespace loaderlens {
 
 bool is_shared_library(const std::string& path) {
-    return path.ends_with(".so") || path.find(".so.") != std::string::npos;
+    return named_like_shared_library(path);
 }
 
 const char* to_string(Severity severity) {

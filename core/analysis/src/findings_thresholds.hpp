@@ -22,13 +22,12 @@ inline constexpr std::int64_t trend_growth_kb = 16 * 1024;
 // difference at least shared_file_min_gap_kb.
 inline constexpr double shared_file_ratio = 1.5;
 inline constexpr std::int64_t shared_file_min_gap_kb = 4 * 1024;
-// ... and a warning (not just information) when the file is this share of the tree's Σ RSS.
-inline constexpr double shared_file_warning_share = 0.25;
+// An RSS over-count (shared_file_cache, inherited_anon) is a warning only where the job is held
+// to Σ RSS near a limit (limit_near_share below), never by a share of a figure that moves
+// between identical runs.
 
 // Anonymous memory inherited from main: Σ over workers of (RssAnon - Pss_Anon) at least this.
 inline constexpr std::int64_t inherited_anon_min_kb = 16 * 1024;
-// ... and a warning from this much per worker (Python with torch imported: ~90 MiB).
-inline constexpr std::int64_t inherited_anon_warning_kb = 256 * 1024;
 
 // Readahead: the page cache gained at least this many times the distinct bytes read, while less
 // than readahead_max_read_share of the file was read.
@@ -39,6 +38,11 @@ inline constexpr double readahead_max_read_share = 0.5;
 // while its RSS grows by less than cow_max_rss_share of that.
 inline constexpr std::int64_t cow_min_kb = 8 * 1024;
 inline constexpr double cow_max_rss_share = 0.5;
+// ... or, whenever the copy happened (before the first PSS reading too): what a worker holds
+// privately beyond its own growth (Private_Dirty - RssAnon growth since birth) is at least
+// cow_birth_min_kb and at least cow_birth_inherited_share of the RssAnon it was born with.
+inline constexpr std::int64_t cow_birth_min_kb = 32 * 1024;
+inline constexpr double cow_birth_inherited_share = 0.5;
 
 // Shared-memory batches and pinned staging: main's RssShmem / Locked at least this.
 inline constexpr std::int64_t shmem_batches_min_kb = 1024;
