@@ -13,7 +13,7 @@ packages=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev xvfb xauth
   python3-numpy python3-h5py util-linux vmtouch
   python3-psutil smem
-  python3-torch
+  python3-torch python3-lmdb stress-ng
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
   prometheus prometheus-node-exporter
 )
@@ -25,6 +25,8 @@ packages=(
 # python3-psutil and smem: the fleet bench's baselines for a full PSS sweep (psutil's
 # memory_full_info(), the smem command).
 # python3-torch: real DataLoader workers for the worker-recognition tests (and the loader bench).
+# python3-lmdb and stress-ng: the real-PyTorch growth tests read an LMDB from their workers with
+# py-lmdb, as users do, while stress-ng keeps both cores busy (a loaded node).
 # slurm*, munge, slurmdbd, mariadb-server: a real single-node SLURM for the job-control tests
 # (sacct is what tells CANCELLED from FAILED); started by the tests themselves, never as services.
 # prometheus (with promtool), prometheus-node-exporter: promtool checks the OpenMetrics export and

@@ -5,23 +5,24 @@
 #pragma once
 
 #include "loaderlens/diagnosis.hpp"
+#include "loaderlens/figure_model.hpp"
 #include "loaderlens/report.hpp"
 
+#include <set>
+#include <string>
 #include <unordered_map>
 
 namespace loaderlens::diagnosis {
 
-// Each process's rows of the fast and rollup tables, as indices in time order: one pass over the
-// tables instead of one per slot and figure (a 1 h x 32-worker recording holds 1.2 M fast rows).
-struct ProcessRows {
-    std::unordered_map<std::int64_t, std::vector<std::size_t>> fast, rollup;
-    explicit ProcessRows(const RecordingData& data);
-};
+// The figure model (figure_model.hpp) holds each process's rows of the fast and rollup tables as
+// indices in time order; the parts below take it under this name.
+using ProcessRows = FigureModel;
 
 // A process's figure at its last tick in [from_ms, to_ms] where the figure was read (empty: none).
 struct TimedValue {
     std::int64_t t_ms = 0;
     std::int64_t kb = 0;
+    std::int64_t age_ms = 0; // 0: read at t_ms; else carried from a reading this old
 };
 std::optional<TimedValue> last_value(const RecordingData& data, const ProcessRows& rows,
                                      std::int64_t process_id, Figure figure, std::int64_t from_ms,
@@ -52,6 +53,9 @@ MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& opt
 std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
                                            const Diagnosis& diagnosis);
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
+// The data files of the run: those the residency tier followed (it never follows a file mapped
+// executable, nor system data); without residency rows, the mapped files that are not libraries.
+std::set<std::string> data_files(const RecordingData& data);
 std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows& rows,
                                     const std::vector<Epoch>& epochs, std::int64_t end_ms);
 std::vector<SlotTimeline> slot_timelines(const RecordingData& data, const ProcessRows& rows,

@@ -13,27 +13,6 @@ namespace loaderlens::diagnosis {
 
 namespace {
 
-template <typename Pick>
-std::optional<TimedValue> pick_value(const RecordingData& data, const ProcessRows& rows,
-                                     std::int64_t process_id, Figure figure, std::int64_t from_ms,
-                                     std::int64_t to_ms, Pick pick_last) {
-    const bool fast = source_of(figure) == FigureSource::fast;
-    const auto& index = fast ? rows.fast : rows.rollup;
-    auto it = index.find(process_id);
-    if (it == index.end()) return std::nullopt;
-    std::optional<TimedValue> out;
-    for (std::size_t row : it->second) {
-        const std::int64_t t = fast ? data.fast[row].t_ms : data.rollup[row].t_ms;
-        if (t < from_ms || t > to_ms) continue;
-        if (const Kib value = fast ? figure_of(data.fast[row].sample, figure)
-                                   : figure_of(data.rollup[row].sample, figure)) {
-            out = TimedValue{t, *value};
-            if (!pick_last) break;
-        }
-    }
-    return out;
-}
-
 // "epoch 3", "epoch 3 end", "Epoch 3 start": the number and whether it is a start.
 std::optional<std::pair<int, bool>> parse_epoch_marker(const std::string& text) {
     std::string lower;
@@ -75,23 +54,34 @@ const ProcessInfo* holder_of(const std::vector<const ProcessInfo*>& slot, const 
 
 } // namespace
 
-ProcessRows::ProcessRows(const RecordingData& data) {
-    for (std::size_t i = 0; i < data.fast.size(); ++i)
-        fast[data.fast[i].sample.process_id].push_back(i);
-    for (std::size_t i = 0; i < data.rollup.size(); ++i)
-        rollup[data.rollup[i].sample.process_id].push_back(i);
-}
-
-std::optional<TimedValue> last_value(const RecordingData& data, const ProcessRows& rows,
+std::optional<TimedValue> last_value(const RecordingData&, const ProcessRows& rows,
                                      std::int64_t process_id, Figure figure, std::int64_t from_ms,
                                      std::int64_t to_ms) {
-    return pick_value(data, rows, process_id, figure, from_ms, to_ms, true);
+    const auto point = rows.last_in(process_id, figure, from_ms, to_ms);
+    if (!point) return std::nullopt;
+    return TimedValue{point->t_ms, point->kb, point->age_ms};
 }
 
-std::optional<TimedValue> first_value(const RecordingData& data, const ProcessRows& rows,
+std::optional<TimedValue> first_value(const RecordingData&, const ProcessRows& rows,
                                       std::int64_t process_id, Figure figure, std::int64_t from_ms,
                                       std::int64_t to_ms) {
-    return pick_value(data, rows, process_id, figure, from_ms, to_ms, false);
+    const auto point = rows.first_in(process_id, figure, from_ms, to_ms);
+    if (!point) return std::nullopt;
+    return TimedValue{point->t_ms, point->kb, point->age_ms};
+}
+
+// The data files of the run: those the residency tier followed (it never follows a file mapped
+// executable, nor system data); without residency rows, the mapped files that are not libraries.
+std::set<std::string> data_files(const RecordingData& data) {
+    std::set<std::string> out;
+    for (const ResidencyFile& f : data.residency_files)
+        if (f.identified()) out.insert(f.path);
+    if (!out.empty()) return out;
+    for (const ObjectInfo& o : data.objects)
+        if ((o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) &&
+            !is_shared_library(o.path))
+            out.insert(o.path);
+    return out;
 }
 
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source) {
@@ -152,15 +142,7 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
         if (p.role == Role::worker && p.slot >= 0) slots[p.slot].push_back(&p);
         if (p.role == Role::main) slots[-1].push_back(&p);
     }
-    // Mapped files per process: (process, object) -> rows in time order.
-    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<const MapRow*>> file_rows;
-    std::map<std::int64_t, const ObjectInfo*> objects;
-    for (const ObjectInfo& o : data.objects)
-        if (o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) objects[o.id] = &o;
-    for (const MapRow& row : data.maps)
-        if (objects.contains(row.object_id))
-            file_rows[{row.process_id, row.object_id}].push_back(&row);
-
+    const std::set<std::string> data_set = data_files(data);
     std::vector<SlotGrowth> out;
     for (const auto& [slot, processes] : slots) {
         SlotGrowth g;
@@ -181,11 +163,16 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
                     to = std::max(e.end_ms, std::min(to, epochs[n + 1].start_ms));
                 const ProcessInfo* holder = holder_of(processes, e);
                 Kib value;
+                std::int64_t age = 0;
                 if (holder)
                     if (auto v =
-                            value_in(*holder, std::max(e.start_ms, holder->birth_ms), to, true))
+                            value_in(*holder, std::max(e.start_ms, holder->birth_ms), to, true)) {
                         value = v->kb;
+                        age = saturating_add(std::max<std::int64_t>(0, e.end_ms - v->t_ms),
+                                             v->age_ms);
+                    }
                 figure.at_epoch_end.push_back(value);
+                figure.age_ms.push_back(age);
                 if (!holder || (monotone_process && *monotone_process != holder->id))
                     monotone = false;
                 if (holder) monotone_process = holder->id;
@@ -231,33 +218,30 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
             });
             g.figures.push_back(std::move(figure));
         }
-        // Each mapped file of at least a MiB in one of the slot's processes.
-        std::set<std::int64_t> slot_files;
-        for (const ProcessInfo* p : processes) // the process's files: keys (id, object) in order
-            for (auto it = file_rows.lower_bound({p->id, INT64_MIN});
-                 it != file_rows.end() && it->first.first == p->id; ++it)
-                for (const MapRow* row : it->second)
-                    if (row->figures.rss_kb >= 1024) slot_files.insert(it->first.second);
-        // In path order: object ids differ between a recording and its part of a merged one
-        // (objects two nodes share get one id there), and the report must not.
-        std::vector<std::int64_t> by_path(slot_files.begin(), slot_files.end());
-        std::stable_sort(by_path.begin(), by_path.end(), [&](std::int64_t a, std::int64_t b) {
-            return objects[a]->path < objects[b]->path;
-        });
-        for (const std::int64_t object : by_path) {
-            GrowthFigure figure{"file", objects[object]->path};
+        // Each data file of at least a MiB in one of the slot's processes, by the figure
+        // model's merged series (pagemap at the residency rate, smaps at the maps rate): the
+        // maps tier alone is what the CPU budget stretches first (13-48 s between samples seen
+        // on a loaded node), pagemap keeps its rate and the epoch-end samples.
+        std::set<std::string> slot_files; // in path order: object ids differ between a
+                                          // recording and its part of a merged one
+        for (const ProcessInfo* p : processes)
+            for (const std::string& path : rows.files_of(p->id))
+                if (data_set.contains(path))
+                    for (const FigurePoint& point : rows.file_points(p->id, path, FileFigure::rss))
+                        if (point.kb >= 1024) {
+                            slot_files.insert(path);
+                            break;
+                        }
+        for (const std::string& path : slot_files) {
+            GrowthFigure figure{"file", path};
             fill(figure,
                  [&](const ProcessInfo& p, std::int64_t from, std::int64_t to,
                      bool last) -> std::optional<TimedValue> {
-                     auto it = file_rows.find({p.id, object});
-                     if (it == file_rows.end()) return std::nullopt;
-                     std::optional<TimedValue> found;
-                     for (const MapRow* row : it->second) {
-                         if (row->t_ms < from || row->t_ms > to) continue;
-                         found = TimedValue{row->t_ms, row->figures.rss_kb};
-                         if (!last) break;
-                     }
-                     return found;
+                     const FigurePoints& points = rows.file_points(p.id, path, FileFigure::rss);
+                     const auto found = last ? FigureModel::last_in(points, from, to)
+                                             : FigureModel::first_in(points, from, to);
+                     if (!found) return std::nullopt;
+                     return TimedValue{found->t_ms, found->kb, found->age_ms};
                  });
             g.figures.push_back(std::move(figure));
         }

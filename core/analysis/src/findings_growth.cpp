@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 
 namespace loaderlens::diagnosis {
 
@@ -22,22 +23,35 @@ std::vector<std::int64_t> steps(const GrowthFigure& f) {
     return out;
 }
 
-bool grows_every_epoch(const GrowthFigure& f, int generations) {
+// One process held the slot through every epoch, its figure never shrank between two epoch ends
+// by more than the noise, and it grew by more than the noise per epoch on the whole. Not "above
+// the noise at every step": growth over a file saturates as the workers' mappings near the whole
+// file, and a last step at the threshold's edge flipped the finding between identical runs.
+bool grows_across_epochs(const GrowthFigure& f, int generations) {
     const auto s = steps(f);
     if (generations != 1 || s.empty() || s.size() + 1 != f.at_epoch_end.size()) return false;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        const auto noise = std::max<std::int64_t>(
-            thresholds::growth_noise_kb,
-            static_cast<std::int64_t>(thresholds::growth_noise_share * *f.at_epoch_end[i]));
-        if (s[i] <= noise) return false;
+    const std::int64_t first = *f.at_epoch_end.front();
+    const auto noise = std::max<std::int64_t>(
+        thresholds::growth_noise_kb,
+        static_cast<std::int64_t>(thresholds::growth_noise_share * static_cast<double>(first)));
+    std::int64_t total = 0;
+    for (const std::int64_t step : s) {
+        if (step < -noise) return false;
+        total = saturating_add(total, step);
     }
-    return true;
+    return total > saturating_mul(noise, static_cast<std::int64_t>(s.size()));
 }
 
+// "16.9 MiB -> 17.0 MiB (read 4.6 s before the epoch's end)": a value older than a second at its
+// epoch's end says so.
 std::string epoch_values(const GrowthFigure& f) {
     std::string out;
-    for (const Kib& v : f.at_epoch_end)
+    for (std::size_t i = 0; i < f.at_epoch_end.size(); ++i) {
+        const Kib& v = f.at_epoch_end[i];
         out += (out.empty() ? "" : " -> ") + (v ? size_text(*v) : std::string("n/a"));
+        if (v && i < f.age_ms.size() && f.age_ms[i] >= 1000)
+            out += fmt::format(" (read {:.1f} s before the epoch's end)", f.age_ms[i] / 1000.0);
+    }
     return out;
 }
 
@@ -45,40 +59,79 @@ std::int64_t trend_growth(const GrowthFigure& f) {
     return f.trend_first && f.trend_last ? saturating_sub(*f.trend_last, *f.trend_first) : 0;
 }
 
+// A figure's growth per epoch (with epochs) or over the run after start-up (without).
+std::optional<std::int64_t> growth_of(const GrowthFigure& f, bool with_epochs) {
+    if (with_epochs) return f.growth_per_epoch_kb();
+    if (!f.trend_first || !f.trend_last) return std::nullopt;
+    return trend_growth(f);
+}
+
+// When Σ RSS (SLURM's jobacct_gather/linux) reaches the limit if each growing worker keeps adding
+// `per_worker_kb` a step (an epoch, or the run's length again), until every one maps the whole
+// file (the ceiling).
+std::string projection(const Context& c, std::int64_t per_worker_kb, int workers,
+                       std::int64_t headroom_kb, bool with_epochs) {
+    const SchedulerView* view = c.diagnosis.view("slurm_linux");
+    if (!view || !view->margin_kb || !view->limit.kb || per_worker_kb <= 0 || workers <= 0)
+        return {};
+    const std::string limit = size_text(*view->limit.kb);
+    if (*view->margin_kb < 0)
+        return fmt::format("Σ RSS is over the {} limit ({}) already", limit, view->limit.source);
+    const std::int64_t step = saturating_mul(per_worker_kb, workers);
+    if (headroom_kb < *view->margin_kb)
+        return fmt::format("at most {} more when every worker maps the whole file: Σ RSS stays "
+                           "under the {} limit ({}) by {}",
+                           size_text(headroom_kb), limit, view->limit.source,
+                           size_text(saturating_sub(*view->margin_kb, headroom_kb)));
+    const std::int64_t steps = (*view->margin_kb + step - 1) / step;
+    if (!with_epochs)
+        return fmt::format("at this rate Σ RSS reaches the {} limit ({}) after {} more run(s) "
+                           "as long as this one",
+                           limit, view->limit.source, steps);
+    const int last = c.diagnosis.epochs.back().number;
+    return fmt::format("at this rate Σ RSS reaches the {} limit ({}) in epoch {}: SLURM's "
+                       "jobacct_gather/linux with OverMemoryKill kills the step then",
+                       limit, view->limit.source, saturating_add(last, steps));
+}
+
 void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
-    // Per file: the worker slots whose RSS of it grew every epoch in one process.
+    const bool with_epochs = !c.diagnosis.epochs.empty();
+    // Per file: the persistent worker slots whose RSS of it grew every epoch (or over the run)
+    // in one process.
     std::map<std::string, std::vector<const SlotGrowth*>> by_file;
-    std::map<std::string, std::vector<std::int64_t>> growth_by_file;
     for (const SlotGrowth& g : c.diagnosis.growth) {
         if (g.slot < 0) continue;
         for (const GrowthFigure& f : g.figures) {
             if (f.figure != "file") continue;
-            if (!c.diagnosis.epochs.empty() && grows_every_epoch(f, g.generations)) {
+            if (with_epochs ? grows_across_epochs(f, g.generations)
+                            : g.generations == 1 && trend_growth(f) >= thresholds::trend_growth_kb)
                 by_file[f.path].push_back(&g);
-                growth_by_file[f.path].push_back(*f.growth_per_epoch_kb());
-            } else if (c.diagnosis.epochs.empty() && g.generations == 1 &&
-                       trend_growth(f) >= thresholds::trend_growth_kb) {
-                by_file[f.path].push_back(&g);
-                growth_by_file[f.path].push_back(trend_growth(f));
-            }
         }
     }
     for (const auto& [path, slots] : by_file) {
-        // File-backed, not anonymous: the slot's Private_Dirty did not grow alike.
-        const auto& growth = growth_by_file[path];
-        std::int64_t mean = 0;
-        for (auto g : growth)
-            mean = saturating_add(mean, g);
-        mean /= static_cast<std::int64_t>(growth.size());
-        const bool with_epochs = !c.diagnosis.epochs.empty();
+        std::int64_t file_growth = 0, pss_growth = 0, held = 0;
+        int with_pss = 0;
+        for (const SlotGrowth* g : slots) {
+            const GrowthFigure* f = g->find("file", path);
+            file_growth = saturating_add(file_growth, growth_of(*f, with_epochs).value_or(0));
+            const Kib last = with_epochs ? f->at_epoch_end.back() : f->trend_last;
+            held = saturating_add(held, last.value_or(0));
+            if (const GrowthFigure* pss = g->find("pss"))
+                if (const auto grew = growth_of(*pss, with_epochs)) {
+                    pss_growth = saturating_add(pss_growth, *grew);
+                    ++with_pss;
+                }
+        }
+        const auto workers = static_cast<std::int64_t>(slots.size());
+        const std::int64_t mean = file_growth / workers;
+        const std::string per = with_epochs ? "per epoch" : "over the run";
         Finding x;
         x.kind = "file_growth_persistent_workers";
         x.severity = Severity::warning;
-        x.title = fmt::format("growth {} in persistent workers is file-backed: mapped pages of {} "
-                              "they keep ({} per worker{}); reclaimable, but RSS-based "
-                              "schedulers count it",
-                              with_epochs ? "across epochs" : "over time", path, size_text(mean),
-                              with_epochs ? " per epoch" : " over the run");
+        x.title = fmt::format("not a leak: {} persistent worker(s) keep adding mapped pages of {} "
+                              "(+{} per worker {}); file-backed and reclaimable, but every "
+                              "RSS-based scheduler counts them",
+                              workers, path, size_text(mean), per);
         for (const SlotGrowth* g : slots) {
             const GrowthFigure* f = g->find("file", path);
             x.evidence.push_back(
@@ -90,13 +143,31 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
                                   size_text(*f->trend_last), *f->trend_to_ms / 1000.0));
             if (x.slot < 0) x.slot = g->slot;
         }
+        if (with_pss > 0)
+            x.evidence.push_back(fmt::format(
+                "their PSS grew {} per worker {} against +{} of RSS: the pages are shared page "
+                "cache, counted once by PSS{}",
+                size_text(pss_growth / with_pss), per, size_text(mean),
+                pss_growth / with_pss * 4 < mean ? " (flat)" : ""));
         if (const GrowthFigure* dirty = slots.front()->find("private_dirty"); dirty && with_epochs)
             x.evidence.push_back(fmt::format("{}'s Private_Dirty at each epoch's end: {} (not "
                                              "anonymous growth)",
                                              slots.front()->label, epoch_values(*dirty)));
+        if (const auto size = c.rows.file_size_bytes(path)) {
+            const std::int64_t ceiling = saturating_mul(*size / 1024, workers);
+            const std::int64_t headroom = std::max<std::int64_t>(0, saturating_sub(ceiling, held));
+            x.evidence.push_back(fmt::format(
+                "the file is {}: with every worker mapping all of it, these workers hold {} ({} "
+                "more than now)",
+                size_text(*size / 1024), size_text(ceiling), size_text(headroom)));
+            if (auto when = projection(c, mean, static_cast<int>(workers), headroom, with_epochs);
+                !when.empty())
+                x.evidence.push_back(std::move(when));
+        }
         x.advice = "close and reopen the environment or map at each epoch (or use "
                    "persistent_workers=False); for LMDB, readahead=False (MDB_NORDAHEAD) maps less "
-                   "per read; a cgroup limit reclaims these pages, SLURM's Σ RSS does not";
+                   "per read; a cgroup limit reclaims these pages, SLURM's Σ RSS does not "
+                   "(JobAcctGatherParams=UsePss counts them once)";
         x.file = path;
         for (const ProcessInfo& p : c.data.processes)
             for (const SlotGrowth* g : slots)
@@ -105,7 +176,8 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
             x.from_ms = c.diagnosis.epochs.front().start_ms;
             x.to_ms = c.diagnosis.epochs.back().end_ms;
         }
-        x.explains_kb = saturating_mul(mean, static_cast<std::int64_t>(slots.size()));
+        // What it accounts for: the file pages these workers hold at the end.
+        x.explains_kb = held;
         x.figure_name = with_epochs ? "growth_per_epoch_kb" : "growth_kb";
         x.figure = static_cast<double>(mean);
         x.figure_unit = with_epochs ? "KiB/epoch" : "KiB";
@@ -113,9 +185,25 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
     }
 }
 
+// A process's RSS of the data files: its last (first) reading of each in [from_ms, to_ms].
+std::optional<std::int64_t> data_file_rss(const Context& c, const std::set<std::string>& files,
+                                          std::int64_t process_id, std::int64_t from_ms,
+                                          std::int64_t to_ms, bool last) {
+    std::optional<std::int64_t> sum;
+    for (const std::string& path : c.rows.files_of(process_id)) {
+        if (!files.contains(path)) continue;
+        const FigurePoints& points = c.rows.file_points(process_id, path, FileFigure::rss);
+        const auto point = last ? FigureModel::last_in(points, from_ms, to_ms)
+                                : FigureModel::first_in(points, from_ms, to_ms);
+        if (point) sum = saturating_add(sum.value_or(0), point->kb);
+    }
+    return sum;
+}
+
 void generation_reset(const Context& c, std::vector<Finding>& out) {
-    // Consecutive generations of a slot: the previous one's last RssFile against the next one's
-    // first.
+    // Consecutive generations of a slot: the previous one's last RSS of the data files against
+    // the next one's first (libraries and the interpreter are mapped by every generation alike).
+    const std::set<std::string> files = data_files(c.data);
     std::map<int, std::vector<const ProcessInfo*>> slots;
     for (const ProcessInfo& p : c.data.processes)
         if (p.role == Role::worker && p.slot >= 0) slots[p.slot].push_back(&p);
@@ -128,22 +216,21 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
         for (std::size_t i = 1; i < list.size(); ++i) {
             const ProcessInfo& before = *list[i - 1];
             const ProcessInfo& after = *list[i];
-            const auto end = last_value(c.data, c.rows, before.id, Figure::rss_file,
-                                        before.birth_ms, before.exit_ms.value_or(INT64_MAX));
-            const auto start =
-                first_value(c.data, c.rows, after.id, Figure::rss_file, after.birth_ms, INT64_MAX);
+            const auto end = data_file_rss(c, files, before.id, before.birth_ms,
+                                           before.exit_ms.value_or(INT64_MAX), true);
+            const auto start = data_file_rss(c, files, after.id, after.birth_ms,
+                                             after.exit_ms.value_or(INT64_MAX), false);
             if (!end || !start ||
-                end->kb < saturating_add(saturating_mul(2, start->kb), thresholds::growth_noise_kb))
+                *end < saturating_add(saturating_mul(2, *start), thresholds::growth_noise_kb))
                 continue;
-            drops = saturating_add(drops, saturating_sub(end->kb, start->kb));
+            drops = saturating_add(drops, saturating_sub(*end, *start));
             ++count;
             ids.push_back(after.id);
             if (evidence.size() < 4)
                 evidence.push_back(fmt::format(
-                    "worker {}: generation {} ended with {} of file pages, generation {} started "
-                    "with {}",
-                    slot, before.generation, size_text(end->kb), after.generation,
-                    size_text(start->kb)));
+                    "worker {}: generation {} ended with {} of the data files mapped, generation "
+                    "{} started with {}",
+                    slot, before.generation, size_text(*end), after.generation, size_text(*start)));
         }
     }
     if (count == 0) return;
@@ -151,7 +238,7 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
     x.kind = "per_generation_reset";
     x.severity = Severity::info;
     x.title = fmt::format("workers are re-forked each epoch: each generation starts with little of "
-                          "the files mapped (a mean drop of {}); the page cache stays",
+                          "the data files mapped (a mean drop of {}); the page cache stays",
                           size_text(drops / count));
     x.evidence = std::move(evidence);
     x.evidence.push_back("the page cache is system-wide: it outlives the workers and is charged to "
@@ -169,6 +256,9 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
     struct Growth {
         const ProcessInfo* p;
         std::int64_t dirty = 0, rss = 0, anon = 0, first_dirty = 0, last_dirty = 0;
+        // The RssAnon it was born with (its first fast sample) and what it holds privately
+        // beyond its own growth: the copy, whenever it happened.
+        std::int64_t inherited = 0, copied = 0;
     };
     std::vector<Growth> copying;
     for (const ProcessInfo& p : c.data.processes) {
@@ -176,22 +266,33 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
         const std::int64_t to = p.exit_ms.value_or(INT64_MAX);
         const auto d0 = first_value(c.data, c.rows, p.id, Figure::private_dirty, p.birth_ms, to);
         const auto d1 = last_value(c.data, c.rows, p.id, Figure::private_dirty, p.birth_ms, to);
-        if (!d0 || !d1 || d1->t_ms <= d0->t_ms) continue;
+        if (!d0 || !d1) continue;
+        const auto born = first_value(c.data, c.rows, p.id, Figure::rss_anon, p.birth_ms, to);
         const auto r0 = last_value(c.data, c.rows, p.id, Figure::rss, p.birth_ms, d0->t_ms);
         const auto r1 = last_value(c.data, c.rows, p.id, Figure::rss, p.birth_ms, d1->t_ms);
         const auto a0 = last_value(c.data, c.rows, p.id, Figure::rss_anon, p.birth_ms, d0->t_ms);
         const auto a1 = last_value(c.data, c.rows, p.id, Figure::rss_anon, p.birth_ms, d1->t_ms);
-        if (!r0 || !r1 || !a0 || !a1) continue;
+        if (!r0 || !r1 || !a0 || !a1 || !born) continue;
         Growth g{&p,
                  saturating_sub(d1->kb, d0->kb),
                  saturating_sub(r1->kb, r0->kb),
                  saturating_sub(a1->kb, a0->kb),
                  d0->kb,
-                 d1->kb};
-        if (g.dirty >= thresholds::cow_min_kb &&
+                 d1->kb,
+                 born->kb,
+                 0};
+        // Its own anonymous growth since birth is not a copy of main's pages.
+        g.copied =
+            saturating_sub(d1->kb, std::max<std::int64_t>(0, saturating_sub(a1->kb, born->kb)));
+        const bool copied_since_first_sample =
+            d1->t_ms > d0->t_ms && g.dirty >= thresholds::cow_min_kb &&
             static_cast<double>(g.anon) <
-                thresholds::cow_max_rss_share * static_cast<double>(g.dirty))
-            copying.push_back(g);
+                thresholds::cow_max_rss_share * static_cast<double>(g.dirty);
+        const bool copied_since_birth =
+            g.copied >= thresholds::cow_birth_min_kb &&
+            static_cast<double>(g.copied) >=
+                thresholds::cow_birth_inherited_share * static_cast<double>(g.inherited);
+        if (copied_since_first_sample || copied_since_birth) copying.push_back(g);
     }
     if (!copying.empty()) {
         std::int64_t sum = 0;
@@ -207,16 +308,22 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
         Finding x;
         x.kind = "copy_on_read";
         x.severity = Severity::warning;
-        x.title = fmt::format("copy-on-write: {} workers are privately copying main's memory "
-                              "(Private_Dirty {} per worker, +{} since their first sample, while "
-                              "RSS stays flat)",
-                              copying.size(), size_text(held), size_text(mean));
+        x.title = fmt::format(
+            "copy-on-write: {} workers privately copied main's memory (Private_Dirty {} per "
+            "worker, {}, while RSS stays flat)",
+            copying.size(), size_text(held),
+            mean >= thresholds::cow_min_kb
+                ? "+" + size_text(mean) + " since their first PSS reading"
+                : std::string("most of it before their first PSS reading"));
         for (const Growth& g : copying) {
             if (x.evidence.size() < 4)
-                x.evidence.push_back(
-                    fmt::format("{} pid {}: Private_Dirty {} -> {}, RssAnon {:+} KiB, RSS {:+} KiB",
-                                process_label(*g.p), g.p->key.pid, size_text(g.first_dirty),
-                                size_text(g.last_dirty), g.anon, g.rss));
+                x.evidence.push_back(fmt::format(
+                    "{} pid {}: born with RssAnon {}; Private_Dirty {} -> {}, of which {} is "
+                    "not its own growth; RssAnon {:+} KiB, RSS {:+} KiB since its first PSS "
+                    "reading",
+                    process_label(*g.p), g.p->key.pid, size_text(g.inherited),
+                    size_text(g.first_dirty), size_text(g.last_dirty),
+                    size_text(std::max<std::int64_t>(0, g.copied)), g.anon, g.rss));
             x.process_ids.push_back(g.p->id);
         }
         x.evidence.push_back("the pages were already in each worker's RSS (inherited at fork); "
@@ -224,7 +331,7 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
                              "cannot see it, Σ PSS and USS grow");
         x.advice = "keep per-sample data in numpy arrays, bytes or Arrow buffers instead of Python "
                    "lists and dicts of objects (each access writes a reference count)";
-        x.explains_kb = sum;
+        x.explains_kb = saturating_mul(held, static_cast<std::int64_t>(copying.size()));
         x.figure_name = "private_dirty_kb";
         x.figure = static_cast<double>(held);
         x.figure_unit = "KiB";

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "loaderlens/figure_model.hpp"
 #include "loaderlens/merged_report.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/report.hpp"
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -121,39 +123,40 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
         r.totals.failcnt = c.failcnt;
     }
 
-    // Per mapped file: peaks per process, and the tree-wide sums at each maps sample.
-    std::unordered_map<std::int64_t, std::size_t> file_index;
+    // Per mapped file, from the figure model: each process's peaks over its merged series
+    // (pagemap at the residency rate and smaps at the maps rate), and the largest sum over the
+    // tree at one tick of one source.
+    const FigureModel model(data);
+    std::map<std::string, std::size_t> file_index;
     for (const ObjectInfo& object : data.objects) {
         if (object.kind != MappingKind::file && object.kind != MappingKind::deleted_file) continue;
-        file_index[object.id] = r.files.size();
+        if (!file_index.try_emplace(object.path, r.files.size()).second) continue;
         r.files.push_back(FileSummary{.object = object});
     }
-    const auto& maps = data.maps;
-    std::size_t i = 0;
-    while (i < maps.size()) {
-        const std::int64_t t = maps[i].t_ms;
-        std::unordered_map<std::size_t, std::pair<std::int64_t, std::int64_t>> sums; // rss, pss
-        for (; i < maps.size() && maps[i].t_ms == t; ++i) {
-            auto f = file_index.find(maps[i].object_id);
+    for (const ResidencyFile& followed : data.residency_files) {
+        if (!followed.identified() || file_index.contains(followed.path)) continue;
+        file_index.emplace(followed.path, r.files.size());
+        r.files.push_back(FileSummary{
+            .object = {0, MappingKind::file, followed.path, followed.inode, followed.size_bytes}});
+    }
+    for (const ProcessInfo& p : data.processes)
+        for (const std::string& path : model.files_of(p.id)) {
+            auto f = file_index.find(path);
             if (f == file_index.end()) continue;
-            FileSummary& file = r.files[f->second];
-            auto per =
-                std::find_if(file.processes.begin(), file.processes.end(),
-                             [&](const auto& p) { return p.process_id == maps[i].process_id; });
-            if (per == file.processes.end()) {
-                file.processes.push_back({maps[i].process_id, {}, {}});
-                per = std::prev(file.processes.end());
-            }
-            per->rss.offer(maps[i].figures.rss_kb, t);
-            per->pss.offer(maps[i].figures.pss_kb, t);
-            auto& [rss, pss] = sums[f->second];
-            rss = saturating_add(rss, maps[i].figures.rss_kb);
-            pss = saturating_add(pss, maps[i].figures.pss_kb);
+            FileSummary::PerProcess per{p.id, {}, {}};
+            for (const FigurePoint& point : model.file_points(p.id, path, FileFigure::rss))
+                per.rss.offer(point.kb, point.t_ms);
+            for (const FigurePoint& point : model.file_points(p.id, path, FileFigure::pss))
+                per.pss.offer(point.kb, point.t_ms);
+            r.files[f->second].processes.push_back(per);
         }
-        for (const auto& [file, sum] : sums) {
-            r.files[file].total_rss.offer(sum.first, t);
-            r.files[file].total_pss.offer(sum.second, t);
-        }
+    for (FileSummary& file : r.files) {
+        file.object.size_bytes = model.file_size_bytes(file.object.path);
+        for (const FileFigure figure : {FileFigure::rss, FileFigure::pss})
+            if (const auto peak = model.file_total_peak(file.object.path, figure))
+                (figure == FileFigure::rss ? file.total_rss : file.total_pss)
+                    .offer(figure == FileFigure::rss ? Kib(peak->rss_kb) : peak->pss_kb,
+                           peak->t_ms);
     }
     std::erase_if(r.files, [](const FileSummary& f) { return f.processes.empty(); });
     for (auto& f : r.files)

@@ -65,6 +65,9 @@ struct GrowthFigure {
     std::string figure; // rss, pss, uss, private_dirty, rss_file, or "file" for a mapped file
     std::string path;   // the file, for "file"
     std::vector<Kib> at_epoch_end; // one per epoch (empty value: not sampled in that epoch)
+    // One per epoch: how old the value was at the epoch's end (0: read at it; a reading kept or
+    // carried, or the tier's last sample before the end, is older).
+    std::vector<std::int64_t> age_ms;
     // Grew by more than the noise threshold at every epoch end of >= 3 epochs, in one process.
     bool monotone = false;
     // Without epochs: the figure over the slot's lifetime after its settling time.
