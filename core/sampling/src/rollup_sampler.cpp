@@ -79,14 +79,60 @@ RollupSample RollupSampler::composite(const State& state, const FollowedShare& n
     return row;
 }
 
+namespace {
+std::int64_t kib_per_page() {
+    static const std::int64_t kb = ::sysconf(_SC_PAGESIZE) / 1024;
+    return kb;
+}
+// How far a process's resident memory may move beyond its followed files' present pages between
+// two looks and still count as those pages' move: the residency walk and the statm look are a
+// few ms apart, and 0.5% of a process's PSS is half the error allowed on Σ PSS.
+std::int64_t slack_kb(const Kib& pss) {
+    return std::max<std::int64_t>(256, pss.value_or(0) / 200);
+}
+} // namespace
+
 bool RollupSampler::rest_stood(const State& state, const FollowedShare& now,
                                std::int64_t resident_pages) {
     if (resident_pages < 0 || state.resident_at_read < 0) return false;
-    static const std::int64_t page_kb = ::sysconf(_SC_PAGESIZE) / 1024;
-    const std::int64_t moved = (resident_pages - state.resident_at_read) * page_kb -
+    const std::int64_t moved = (resident_pages - state.resident_at_read) * kib_per_page() -
                                (now.rss_kb - state.share_at_read->rss_kb);
-    const std::int64_t allowed = std::max<std::int64_t>(1024, state.reading.pss.value_or(0) / 20);
-    return std::abs(moved) <= allowed;
+    return std::abs(moved) <= slack_kb(state.reading.pss);
+}
+
+std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State& state,
+                                           const FollowedShare* share) const {
+    const auto step = stillness_.step(info.key);
+    if (!step || step->now.resident < 0 || step->before.resident < 0) return everything;
+    const auto faults = static_cast<std::int64_t>(step->now.faults - step->before.faults);
+    const std::int64_t resident_kb = (step->now.resident - step->before.resident) * kib_per_page();
+    // The followed files' pages explain up to one fault per page they grew by (fault-around maps
+    // up to 16 per fault) and the resident pages' move with them.
+    const std::int64_t share_kb =
+        share && state.share_rss_kb >= 0 ? share->rss_kb - state.share_rss_kb : 0;
+    const std::int64_t explained_faults = std::max<std::int64_t>(0, share_kb) / kib_per_page();
+    return std::max<std::int64_t>(0, faults - explained_faults) * kib_per_page() +
+           std::abs(resident_kb - share_kb);
+}
+
+void RollupSampler::note_moves(const std::vector<ProcessInfo>& live,
+                               const FollowedShares* followed) {
+    auto share_of = [followed](const ProcessInfo& info) -> const FollowedShare* {
+        if (!followed) return nullptr;
+        auto found = followed->find(info.id);
+        return found == followed->end() ? nullptr : &found->second;
+    };
+    if (stillness_.exited_last() > 0) drift_kb_ += everything;
+    for (const ProcessInfo& info : live) {
+        auto it = states_.find(info.key);
+        // Born since the last sample: it shares what its parent had.
+        drift_kb_ +=
+            it == states_.end() ? everything : unexplained_kb(info, it->second, share_of(info));
+    }
+    for (const ProcessInfo& info : live) {
+        const FollowedShare* share = share_of(info);
+        states_[info.key].share_rss_kb = share ? share->rss_kb : -1;
+    }
 }
 
 void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<RollupSample>& out,
@@ -94,15 +140,17 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
     const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::steady_clock::now().time_since_epoch())
                                     .count();
+    read_last_ = composite_last_ = 0;
     // Only when kept readings are allowed: a full sweep needs no look.
     const bool still = max_age_ms_ > 0 && stillness_.look(live);
-    read_last_ = composite_last_ = 0;
-    for (const ProcessInfo& info : live)
-        if (!states_.contains(info.key)) ++births_;
+    if (max_age_ms_ > 0) note_moves(live, followed);
     for (const ProcessInfo& info : live) {
         State& state = states_[info.key];
         const std::int64_t age = now_ms - state.read_ms;
-        const bool young = max_age_ms_ > 0 && state.has_reading && age < max_age_ms_;
+        // Young, and nothing moved in the tree since the reading but the followed files' pages
+        // (or less than the slack: the few faults of a process's own stack and heap).
+        const bool young = max_age_ms_ > 0 && state.has_reading && age < max_age_ms_ &&
+                           drift_kb_ - state.drift_at_read <= slack_kb(state.reading.pss);
         if (still && young) {
             // The last row (a composite's computed part stands still with the tree too).
             RollupSample kept = state.last_row;
@@ -117,7 +165,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         }
         // The same files as at the reading (a file mapped or dropped since moves the rest too),
         // and the rest's resident memory where it was.
-        if (young && share && state.share_at_read && state.births_at_read == births_ &&
+        if (young && share && state.share_at_read &&
             state.share_at_read->file_ids == share->file_ids &&
             rest_stood(state, *share, stillness_.resident_pages(info.key))) {
             state.last_row = composite(state, *share, age);
@@ -131,7 +179,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         state.share_at_read.reset();
         if (share && state.reading.pss && state.reading.rss) state.share_at_read = *share;
         state.resident_at_read = stillness_.resident_pages(info.key);
-        state.births_at_read = births_;
+        state.drift_at_read = drift_kb_;
         state.last_row = state.reading;
         out.push_back(state.reading);
     }

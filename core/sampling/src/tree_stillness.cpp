@@ -47,14 +47,17 @@ bool TreeStillness::look(const std::vector<ProcessInfo>& live) {
         if (auto it = states_.find(info.key); it != states_.end()) {
             state = it->second;
             states_.erase(it); // its descriptors move to `now`
+            state.seen_before = true;
         } else {
             still = false; // born since the last look
         }
         const Movement m = read(info, state);
         if (m.resident < 0 || !(m == state.last)) still = false;
+        state.before = state.last;
         state.last = m;
         now.emplace(info.key, state);
     }
+    exited_last_ = static_cast<int>(states_.size());
     for (auto& [key, state] : states_) // exited since the last look
         close_state(state.statm_fd, state.stat_fd);
     states_ = std::move(now);

@@ -18,20 +18,33 @@ namespace loaderlens {
 // re-read with pread. Measured cheaper than libproc2's procps_pids_select, which re-reads
 // /proc/PID/status and /proc/uptime on every call (see bench/).
 //
-// PSS only when it may have moved: the last readings are kept, and recorded again with their
-// age, while the tree stands still (TreeStillness: one move anywhere has every process read, so
-// the saving is in quiet phases: idle or waiting workers, a fleet at rest). A sharer outside
+// PSS only when it may have moved. A process's PSS moves with its own memory, but also with
+// every process it shares pages with: a sharer born (fork: main's anonymous memory now shared)
+// or gone, a copy-on-write break in any of them (the page leaves the sharing, the others' shares
+// of it rise although their own statm did not move), pages of a shared file faulted in or
+// dropped. So a kept or composite reading is used only while nothing in the tree moved since it
+// was taken except what the composite computes (the followed data files' present pages):
+//  - no process was born into the tree or left it;
+//  - no process moved otherwise, beyond a slack: between two looks (TreeStillness: statm and
+//    the fault count) a process's faults beyond one per page its followed files grew by, and
+//    its resident memory's move beyond theirs, are summed over the tree since the reading;
+//    past max(256 KiB, 0.5% of the reading's PSS) the reading is stale and read afresh. An
+//    anonymous page allocated, written for the first time or copied on write, a library page
+//    faulted in: each counts. The tree counts as one family of sharers (what a worker copies
+//    moves main's PSS and its siblings'), which costs reads where a tree holds unrelated
+//    programs, never accuracy. A copy-on-write break moves Σ PSS by one page, so Σ PSS is off
+//    by at most the largest slack.
+// While the tree stands still the last rows are recorded again with their age. A sharer outside
 // the tree is not seen: `max_age_ms` bounds how stale a reading gets.
 //
 // PSS of a moving process without walking its data files again: given the followed data files'
 // share of each process computed from pagemap in the same run (FollowedShares), a process read
-// less than max_age_ms ago gets a composite row, its kernel reading minus the share it had then
-// (the rest: anonymous memory, libraries, shared memory) plus the share it has now. The walk of
-// the data files' page tables, most of the cost in a data loader, is paid once per max_age_ms;
-// the part that moves fastest (pages of the data files faulted in) is fresh at every sample.
-// When the rest's resident memory (statm resident minus the share's present pages) moved by
-// more than 1 MiB or 5% of the PSS since the reading, or a process joined the tree since (see
-// births_), the process is read afresh instead.
+// less than max_age_ms ago, in a tree where only those files' pages moved since, gets a
+// composite row: its kernel reading minus the share it had then (the rest: anonymous memory,
+// libraries, shared memory) plus the share it has now. The walk of the data files' page tables,
+// most of the cost in a data loader, is then paid once per max_age_ms while only data pages
+// are faulted in. Measured against a fresh smaps_rollup sum at 20 stopped moments of a real
+// PyTorch DataLoader: tests/test_pss_moments.cpp, docs/benchmarks-sampling.md.
 class RollupSampler {
   public:
     // `max_age_ms` 0 (the default): read every process at every sample, a full PSS sweep. The
@@ -59,9 +72,17 @@ class RollupSampler {
         // The followed files' share when the reading was taken (empty: no composite from it).
         std::optional<FollowedShare> share_at_read;
         std::int64_t resident_at_read = -1; // statm pages at the reading's look
-        std::int64_t births_at_read = 0;    // births_ when the reading was taken
+        std::int64_t drift_at_read = 0;     // drift_kb_ when the reading was taken
         RollupSample last_row;              // recorded again while the tree stands still
+        // The followed files' present pages (KiB) at the previous sample; -1: none.
+        std::int64_t share_rss_kb = -1;
     };
+    // How much of the process's movement between the last two looks (KiB: faults as pages, and
+    // resident memory) its followed files' pages do not explain.
+    std::int64_t unexplained_kb(const ProcessInfo& info, const State& state,
+                                const FollowedShare* share) const;
+    // Adds what moved in the tree since the last sample to drift_kb_.
+    void note_moves(const std::vector<ProcessInfo>& live, const FollowedShares* followed);
     static bool rest_stood(const State& state, const FollowedShare& now,
                            std::int64_t resident_pages);
     static RollupSample composite(const State& state, const FollowedShare& now,
@@ -71,12 +92,17 @@ class RollupSampler {
     bool read_rollup(const ProcessInfo& info, State& state, Problems& problems);
 
     std::int64_t max_age_ms_;
-    // Processes that joined the tree so far. A composite needs none since its reading: a newborn
-    // may have mapped the files before the tracker saw it, so the kernel counted it as a sharer
-    // at the reading and the computed share did not; once it is seen, the share drops while the
-    // kernel's figure does not (measured: Σ PSS 11 and 19 MiB low for the 5 s of
-    // --pss-max-age, 2 runs in 30 of the scheduler_views test, 2026-11-26).
-    std::int64_t births_ = 0;
+    // Movement in the tree that may change some process's PSS beyond what a composite computes,
+    // summed sample by sample (KiB; a birth or an exit counts as `everything`): a kept or
+    // composite reading stays in use only while less than its slack came since it was taken. A
+    // copy-on-write break moves Σ PSS by at most its page, so the error of Σ PSS stays under the
+    // largest slack. A newborn, for one, may have mapped the files before the tracker saw it,
+    // so the kernel counted it as a sharer at the reading and the computed share did not
+    // (measured: Σ PSS 11 and 19 MiB low for the 5 s of --pss-max-age, 2 runs in 30 of the
+    // scheduler_views test, 2026-11-26); a worker's copy-on-write raised main's PSS by 74 MiB over
+    // 4.9 s of a kept 55 MiB reading under a real torch run (issue 26).
+    static constexpr std::int64_t everything = std::int64_t{1} << 40;
+    std::int64_t drift_kb_ = 0;
     TreeStillness stillness_;
     std::map<ProcessKey, State> states_;
     std::string buffer_;

@@ -11,6 +11,7 @@
 #include "loaderlens/types.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,20 +33,35 @@ class TreeStillness {
         return it == states_.end() ? -1 : it->second.last.resident;
     }
 
-  private:
     struct Movement {
-        std::int64_t resident = -1, shared = -1;
-        std::uint64_t faults = 0;
+        std::int64_t resident = -1, shared = -1; // statm pages; -1: unreadable
+        std::uint64_t faults = 0;                // minor + major
         bool operator==(const Movement&) const = default;
     };
+    // A process's movement between the last two looks: resident pages and faults at the one
+    // before (`before`) and at the last (`now`); empty for a process the look before did not see.
+    struct Step {
+        Movement before, now;
+    };
+    std::optional<Step> step(const ProcessKey& key) const {
+        auto it = states_.find(key);
+        if (it == states_.end() || !it->second.seen_before) return std::nullopt;
+        return Step{it->second.before, it->second.last};
+    }
+    // Processes the last look found gone since the look before.
+    int exited_last() const { return exited_last_; }
+
+  private:
     struct State {
         int statm_fd = -1, stat_fd = -1;
-        Movement last;
+        Movement before, last;
+        bool seen_before = false;
     };
     Movement read(const ProcessInfo& info, State& state);
 
     std::map<ProcessKey, State> states_; // the tree at the previous look
     std::string buffer_;
+    int exited_last_ = 0;
 };
 
 } // namespace loaderlens

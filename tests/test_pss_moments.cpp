@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// Issue 26's "PSS you can trust": a real PyTorch DataLoader (Debian's python3-torch) recorded with
+// `record`'s defaults, its processes moving one another's PSS (copy-on-write of objects built
+// before the fork, workers born and ending every epoch, an mmap'd .npy faulted in). At 20 moments
+// the test stops the whole tree, has the recorder take a sample (a marker and its
+// acknowledgement), reads every process's /proc/PID/smaps_rollup Pss itself, and holds the
+// recording's Σ PSS at that sample (kept, composite or fresh rows alike) within 1% of that sum.
+#include "loaderlens/recording.hpp"
+#include "paused_sample.hpp"
+#include "precondition.hpp"
+#include "support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+using namespace loaderlens;
+using namespace loaderlens::test;
+
+namespace {
+
+const std::string python = "/usr/bin/python3"; // Debian's, with Debian's numpy and torch
+const std::string script = std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/pss_moments.py";
+constexpr int moments = 20, workers = 3;
+
+// The Pss line of smaps_rollup, read here (no code of loaderlens); nothing for a process that
+// is gone or a zombie (no address space).
+std::optional<std::int64_t> rollup_pss_kb(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+    std::string name;
+    std::int64_t kb = 0;
+    while (in >> name) {
+        if (name == "Pss:" && in >> kb) return kb;
+        in.ignore(1 << 12, '\n');
+    }
+    return std::nullopt;
+}
+
+struct Moment {
+    std::string marker;
+    std::map<pid_t, std::int64_t> pss_kb; // the test's own reading, tree stopped
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(pss_moments)
+
+BOOST_AUTO_TEST_CASE(sum_of_pss_within_1_percent_of_smaps_rollup_at_20_moments,
+                     *LOADERLENS_MAY_SKIP) {
+    const bool has_torch = run({python, "-c", "import torch, numpy"}).exit_code == 0;
+    if (!precondition(has_torch, "python3-torch is not installed (" + python + ")",
+                      InCi::must_have))
+        return;
+    TempDir dir;
+    const std::string data = dir.file("rows.npy"), stop = dir.file("stop"), db = dir.file("run.db");
+    // 2048 rows of 4096 float32: 32 MiB.
+    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", data, "--count", "2048", "--shape", "4096",
+                       "--dtype", "f4"})
+                      .exit_code == 0);
+    Child record({cli_path(), "record", "-q", "-o", db, "--", python, script, data, stop,
+                  std::to_string(workers)});
+    // From the first moment the workers run.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (paused::descendants(record.pid()).size() < 1 + workers &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    BOOST_REQUIRE_MESSAGE(paused::descendants(record.pid()).size() >= 1 + workers,
+                          "the workers did not start");
+    std::vector<Moment> seen;
+    for (int i = 0; i < moments; ++i) {
+        // Spread over the epochs (births, copy-on-write, exits); not a synchronisation.
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        paused::PausedTree paused(record.pid());
+        BOOST_REQUIRE_MESSAGE(!paused.processes().empty(), "the job ended early");
+        Moment m{.marker = "moment " + std::to_string(i)};
+        BOOST_REQUIRE_MESSAGE(paused::acknowledged_sample(db, m.marker),
+                              "no acknowledged sample for " << m.marker);
+        for (pid_t pid : paused.processes())
+            if (auto kb = rollup_pss_kb(pid)) m.pss_kb[pid] = *kb;
+        seen.push_back(std::move(m));
+    }
+    std::ofstream(stop).close();
+    const auto status = record.wait(std::chrono::seconds(60));
+    BOOST_REQUIRE_MESSAGE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0,
+                          "record failed: " << record.output());
+
+    Recording recording(db);
+    const RecordingData all = recording.read_all();
+    std::map<std::int64_t, pid_t> pid_of;
+    for (const auto& p : all.processes)
+        pid_of[p.id] = p.key.pid;
+    double worst = 0;
+    int kept_rows = 0, rows = 0;
+    for (const Moment& m : seen) {
+        BOOST_TEST_CONTEXT(m.marker) {
+            std::int64_t marker_t = -1;
+            for (const auto& marker : all.markers)
+                if (marker.text == m.marker) marker_t = marker.t_ms;
+            BOOST_REQUIRE(marker_t >= 0);
+            // The sample the marker asked for: the first rollup sample at or after it.
+            std::int64_t sample_t = -1;
+            for (const auto& row : all.rollup)
+                if (row.t_ms >= marker_t) {
+                    sample_t = row.t_ms;
+                    break;
+                }
+            BOOST_REQUIRE(sample_t >= 0);
+            std::map<pid_t, std::int64_t> recorded;
+            for (const auto& row : all.rollup) {
+                if (row.t_ms != sample_t || !row.sample.pss) continue;
+                recorded[pid_of.at(row.sample.process_id)] = *row.sample.pss;
+                ++rows;
+                kept_rows += row.sample.age_ms > 0;
+            }
+            std::int64_t sum_recorded = 0, sum_oracle = 0;
+            for (const auto& [pid, kb] : recorded)
+                sum_recorded += kb;
+            for (const auto& [pid, kb] : m.pss_kb)
+                sum_oracle += kb;
+            BOOST_TEST(recorded.size() == m.pss_kb.size(),
+                       "processes recorded " << recorded.size() << ", alive " << m.pss_kb.size());
+            const double error = static_cast<double>(sum_recorded - sum_oracle) /
+                                 static_cast<double>(std::max<std::int64_t>(sum_oracle, 1));
+            worst = std::max(worst, std::abs(error));
+            BOOST_TEST_MESSAGE(m.marker << ": " << m.pss_kb.size() << " processes, Σ PSS recorded "
+                                        << sum_recorded << " KiB, smaps_rollup " << sum_oracle
+                                        << " KiB, " << error * 100 << "%");
+            BOOST_TEST(std::abs(error) <= 0.01, "Σ PSS recorded " << sum_recorded
+                                                                  << " KiB, smaps_rollup "
+                                                                  << sum_oracle << " KiB");
+        }
+    }
+    BOOST_TEST_MESSAGE("worst |error| " << worst * 100 << "%, " << kept_rows << " of " << rows
+                                        << " rows kept or composite");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
