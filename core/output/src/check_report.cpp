@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/check_report.hpp"
 
+#include "loaderlens/figure_text.hpp"
+
 #include <fmt/format.h>
 
 namespace loaderlens {
@@ -26,6 +28,10 @@ std::string verdict(const RuleResult& r, bool skip_unavailable) {
 // What the rule measured against what it allows, in one line without the verdict.
 std::string rule_line(const RuleResult& r) {
     std::string line = r.measured;
+    // A margin reads as the report's and the dashboard's: "over by 51.6 MiB" when negative,
+    // never "-52828 KiB below the limit".
+    if (r.group == "schedulers" && r.name.ends_with(" margin") && r.measured_kb)
+        line = margin_text(r.measured_kb);
     if (r.status == RuleStatus::unavailable) {
         line += " (" + r.detail + ")";
     } else if (!r.limit.empty()) {

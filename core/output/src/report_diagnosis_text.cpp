@@ -2,6 +2,7 @@
 // The text report's diagnosis: the verdict (findings, most severe first), what each scheduler
 // counts against the limit, the findings' evidence, the slots over time as sparklines, and the
 // epochs with each slot's growth.
+#include "loaderlens/figure_text.hpp"
 #include "report_format.hpp"
 
 #include <algorithm>
@@ -26,8 +27,10 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                                     kib(d.limit.kb), d.limit.source)
                       : "  What each scheduler counts (peak); no limit known: give one with "
                         "`report --mem-limit SIZE`, or record inside a SLURM job with --mem\n";
-    out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}\n", "VIEW", "PEAK", "AT",
-                       "+RECORDER", "MARGIN", "COUNTS");
+    // COUNTED is what the scheduler holds against the limit (the peak plus the recorder, a
+    // process of the step): the figure the margin and the verdict's limit finding are about.
+    out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}\n", "VIEW", "PEAK", "AT",
+                       "+RECORDER", "=COUNTED", "MARGIN", "COUNTS");
     for (const SchedulerView& v : d.schedulers) {
         if (!v.peak) {
             out += fmt::format("    {:<38} {:>10}  ({})\n", v.name, "n/a", v.unavailable);
@@ -36,10 +39,11 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
         const std::string recorder = v.recorder_in_figure ? "included"
                                      : v.recorder_kb      ? kib(v.recorder_kb)
                                                           : "n/a";
-        std::string margin = v.margin_kb ? signed_kib(v.margin_kb) : std::string("-");
+        std::string margin = v.margin_kb ? signed_size_text(v.margin_kb) : std::string("-");
         if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
-        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>11}  {}{}\n", v.name, kib(v.peak),
-                           seconds(v.peak_ms), recorder, margin, v.counts,
+        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}\n", v.name,
+                           kib(v.peak), seconds(v.peak_ms), recorder, kib(scheduler_counted_kb(v)),
+                           margin, v.counts,
                            v.samples < 3 ? fmt::format(" (from {} sample{} only)", v.samples,
                                                        v.samples == 1 ? "" : "s")
                                          : std::string());

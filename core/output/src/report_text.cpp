@@ -207,12 +207,21 @@ void append_totals(std::string& out, const ReportData& r) {
     out += "\n";
 }
 
+// A final PSS carried from an older reading (kept while the tree stood still) with its age:
+// "2.9M (0.4s)".
+std::string final_pss(const ProcessSummary& p) {
+    if (!p.final_pss || p.final_pss_age_ms <= 0) return short_kib(p.final_pss);
+    return fmt::format("{} ({:.1f}s)", short_kib(p.final_pss),
+                       static_cast<double>(p.final_pss_age_ms) / 1000.0);
+}
+
 void append_processes(std::string& out, const ReportData& r) {
-    out += "Processes (peak / final of each figure; ANON, FILE, SHMEM split the final RSS)\n";
-    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^17} {:^17}\n", "", "", "", "", "RSS",
+    out += "Processes (peak / final of each figure; ANON, FILE, SHMEM split the final RSS; a final "
+           "PSS kept from an earlier reading shows how old it is, (0.4s))\n";
+    out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^23} {:^17}\n", "", "", "", "", "RSS",
                        "PSS", "USS");
     out +=
-        fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} "
+        fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>14} {:>8} {:>8} {:>7} {:>7} "
                     "{:>7}  {}\n",
                     "ID", "PID", "ROLE", "LIFETIME", "peak", "final", "peak", "final", "peak",
                     "final", "ANON", "FILE", "SHMEM", "COMM [END]");
@@ -224,10 +233,10 @@ void append_processes(std::string& out, const ReportData& r) {
             i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
                       : std::string(cut ? "cut" : "end"));
         out +=
-            fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} "
+            fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>14} {:>8} {:>8} {:>7} "
                         "{:>7} {:>7}  {} [{}]\n",
                         i.id, i.key.pid, process_label(i), life, short_kib(p.rss.value),
-                        short_kib(p.final_rss), short_kib(p.pss.value), short_kib(p.final_pss),
+                        short_kib(p.final_rss), short_kib(p.pss.value), final_pss(p),
                         short_kib(p.uss.value), short_kib(p.final_uss), short_kib(p.final_anon),
                         short_kib(p.final_file), short_kib(p.final_shmem), i.comm, exit_text(p, r));
     }
