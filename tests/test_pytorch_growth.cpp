@@ -118,10 +118,9 @@ BOOST_AUTO_TEST_CASE(persistent_workers_over_a_mapped_npy_under_load, *LOADERLEN
     if (!has_python_modules()) return;
     TempDir dir;
     const std::string data = dir.file("x.npy");
-    // 256 records of 256 KiB (64 MiB): a record is far larger than the kernel's fault-around
-    // window (64 KiB), so each worker maps about the records it read, and a shuffled epoch adds
-    // a share of the file to each persistent worker at every epoch.
-    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", data, "--count", "256", "--shape", "65536",
+    // 512 records of 256 KiB (128 MiB), a quarter of them drawn anew each epoch: each
+    // persistent worker maps a little more of the file every epoch.
+    BOOST_REQUIRE(run({cli_path(), "mkdata", "npy", data, "--count", "512", "--shape", "65536",
                        "--dtype", "f4"})
                       .exit_code == 0);
     check_persistent(record_job(dir, "npy", data, true, true));

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 RECORD_BYTES = 256 * 1024  # far larger than the fault-around window (64 KiB)
 
@@ -95,12 +95,16 @@ def main():
     epochs, persistent, workers = int(epochs), persistent == "1", int(workers)
     torch.manual_seed(0)
     if kind == "lmdb":
-        count = 256  # 64 MiB of values
+        count = 512  # 128 MiB of values
         build_lmdb(data, count)
-        dataset, mapped = LmdbDataset(data, count), os.path.join(data, "data.mdb")
+        dataset, mapped = LmdbDataset(data, count), os.path.realpath(os.path.join(data, "data.mdb"))
     else:
         dataset, mapped = NpyDataset(data), os.path.realpath(data)
-    loader = DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers,
+    # A quarter of the dataset per epoch, drawn anew each epoch: each worker maps a little more
+    # of the file every epoch instead of nearly all of it in the first (the page cache's large
+    # folios map up to 2 MiB per fault on newer kernels).
+    sampler = RandomSampler(dataset, num_samples=len(dataset) // 4)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=workers,
                         persistent_workers=persistent, prefetch_factor=2)
     ends = []
     for epoch in range(epochs):

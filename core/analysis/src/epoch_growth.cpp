@@ -92,9 +92,10 @@ std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source) {
         auto parsed = parse_epoch_marker(m.text);
         if (!parsed) continue;
         auto [it, fresh] = by_number.try_emplace(parsed->first, Epoch{parsed->first, -1, -1});
-        if (parsed->second)
+        if (parsed->second) {
             it->second.start_ms = m.t_ms;
-        else {
+            it->second.start_marked = true;
+        } else {
             it->second.end_ms = m.t_ms;
             has_end[parsed->first] = true;
         }
@@ -157,9 +158,10 @@ std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows
             for (std::size_t n = 0; n < epochs.size(); ++n) {
                 const Epoch& e = epochs[n];
                 // The epoch-end marker's sample comes a few ms after the marker; never a row of
-                // the next epoch.
+                // the next epoch where its start was marked (unmarked, it starts at this end,
+                // and the end's own sample, 1 ms later, was left out).
                 std::int64_t to = saturating_add(e.end_ms, 100);
-                if (n + 1 < epochs.size())
+                if (n + 1 < epochs.size() && epochs[n + 1].start_marked)
                     to = std::max(e.end_ms, std::min(to, epochs[n + 1].start_ms));
                 const ProcessInfo* holder = holder_of(processes, e);
                 Kib value;

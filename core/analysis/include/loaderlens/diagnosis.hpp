@@ -58,6 +58,8 @@ struct SchedulerView {
 struct Epoch {
     int number = 0;
     std::int64_t start_ms = 0, end_ms = 0;
+    // Its start was marked ("epoch N start"); else it starts where the previous one ended.
+    bool start_marked = false;
 };
 
 // One figure of one worker slot (or main) at each epoch's end, or over time without epochs.
