@@ -140,8 +140,8 @@ void WorkersView::rebuild_lanes() {
     plot_->plotLayout()->addElement(0, 0, stack_rect_);
     PlotFrame::style(stack_rect_, "Σ PSS (MiB)");
     stack_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
-    PlotFrame::add_label(stack_rect_,
-                         "Σ PSS of the tree, stacked by lane: what the tree really holds", true);
+    stack_label_ = PlotFrame::add_label(
+        stack_rect_, "Σ PSS of the tree, stacked by lane: what the tree really holds", true);
 
     worker_lanes_ = 0;
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -274,6 +274,29 @@ void WorkersView::fill_stack(int columns) {
         stack_graphs_[i]->data()->set(stacked, true);
     }
     stack_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, top * 1.08));
+    // A lane whose PSS could not be read is left out of the sum, as `report` leaves it out of
+    // its Σ PSS and says "partial": the label says so and names the lanes, never a silent 0.
+    int partial = 0;
+    QStringList unknown;
+    for (const StackTick* tick : chosen) {
+        if (!tick->partial()) continue;
+        ++partial;
+        for (std::size_t k = 0; k < keys.size(); ++k)
+            if (tick->unknown(static_cast<std::size_t>(index[k]))) {
+                const QString name =
+                    part_prefix(document().data(), keys[k].part) + lane_name(keys[k]);
+                if (!unknown.contains(name)) unknown << name;
+            }
+    }
+    if (stack_label_)
+        stack_label_->setText(
+            partial == 0
+                ? QString("Σ PSS of the tree, stacked by lane: what the tree really holds")
+                : QString("Σ PSS of the tree, stacked by lane: partial at %1 of %2 ticks shown "
+                          "(the PSS of processes in %3 could not be read: left out, not 0)")
+                      .arg(partial)
+                      .arg(chosen.size())
+                      .arg(unknown.join(", ")));
 }
 
 bool WorkersView::lane_visible(const Lane& lane) const {

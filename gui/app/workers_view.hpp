@@ -48,6 +48,7 @@ class WorkersView : public DashboardView {
     std::map<Figure, QCheckBox*> toggles_;
     std::vector<Lane> lanes_;
     QCPAxisRect* stack_rect_ = nullptr;
+    QCPItemText* stack_label_ = nullptr; // says when Σ PSS is partial
     std::vector<QCPGraph*> stack_graphs_;
     std::vector<LaneKey> stack_keys_;
     std::vector<LaneKey> built_for_; // the lanes the axis rects were made for

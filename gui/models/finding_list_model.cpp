@@ -2,8 +2,8 @@
 #include "finding_list_model.hpp"
 
 #include "display_text.hpp"
+#include "loaderlens/figure_text.hpp"
 
-#include <cmath>
 #include <QColor>
 #include <QVariantList>
 
@@ -25,12 +25,10 @@ QColor severity_color(Severity severity) {
 
 } // namespace
 
+// What the key figure is and its value, as the other consumers write it ("margin: over by
+// 81.5 MiB", never a bare "-83420 KiB").
 QString figure_text(const Finding& f) {
-    if (f.figure_unit == "KiB") return kib_text(static_cast<std::int64_t>(std::llround(f.figure)));
-    if (f.figure_unit == "KiB/epoch")
-        return kib_text(static_cast<std::int64_t>(std::llround(f.figure))) + "/epoch";
-    if (f.figure_unit == "x") return QString::number(f.figure, 'f', 1) + "x";
-    return QString::number(f.figure, 'g', 4) + " " + QString::fromStdString(f.figure_unit);
+    return QString::fromStdString(finding_figure_text(f));
 }
 
 QString finding_detail(const Finding& f) {

@@ -21,23 +21,33 @@ std::optional<LaneKey> LaneStore::lane_of(const ProcessInfo& process) {
 void LaneStore::reset() {
     series_.clear();
     peaks_.clear();
+    unavailable_at_.clear();
     stack_.clear();
     stack_index_.clear();
     summed_lane_.clear();
     part_end_ms_.clear();
+    pss_unreadable_from_.clear();
     parts_in_tick_.clear();
     last_ms_ = 0;
 }
 
 void LaneStore::add(const LaneKey& lane, Figure figure, std::int64_t t_ms, const Kib& value) {
-    if (!value) return; // unavailable: left out of the sum, as series() does
     auto& points = series_[lane][figure];
+    if (!value) { // unavailable: left out of the sum, the point partial, as series() does
+        if (!points.empty() && points.back().t_ms == t_ms)
+            points.back().partial = true;
+        else
+            unavailable_at_[{lane, figure}] = t_ms;
+        return;
+    }
     // One tier run's rows share their t_ms and are contiguous: a lane's sum at a tick is built
     // by adding to the last point while the tick is the same.
-    if (!points.empty() && points.back().t_ms == t_ms)
+    if (!points.empty() && points.back().t_ms == t_ms) {
         points.back().kib = saturating_add(points.back().kib, *value);
-    else
-        points.push_back({t_ms, *value});
+    } else {
+        auto before = unavailable_at_.find({lane, figure});
+        points.push_back({t_ms, *value, before != unavailable_at_.end() && before->second == t_ms});
+    }
     if (t_ms > last_ms_) last_ms_ = t_ms;
     std::int64_t& peak = peaks_[{lane, figure}];
     peak = std::max(peak, points.back().kib);
@@ -68,18 +78,22 @@ void LaneStore::start_stack_tick(std::int64_t t, int part) {
         parts_in_tick_.clear();
     }
     parts_in_tick_.insert(part);
-    for (const auto& [key, index] : stack_index_) // this part's lanes are summed from its rows
-        if (key.part == part && static_cast<std::size_t>(index) < stack_.back().pss_by_lane.size())
-            stack_.back().pss_by_lane[static_cast<std::size_t>(index)] = 0;
+    for (const auto& [key, index] : stack_index_) { // this part's lanes are summed from its rows
+        const auto i = static_cast<std::size_t>(index);
+        if (key.part != part) continue;
+        if (i < stack_.back().pss_by_lane.size()) stack_.back().pss_by_lane[i] = 0;
+        if (i < stack_.back().unknown_by_lane.size()) stack_.back().unknown_by_lane[i] = 0;
+    }
 }
 
 void LaneStore::push_carried_tick(std::int64_t t) {
     StackTick tick{t, stack_.back().pss_by_lane};
     for (const auto& [key, index] : stack_index_) {
         auto end = part_end_ms_.find(key.part);
-        if (end != part_end_ms_.end() && end->second < t &&
-            static_cast<std::size_t>(index) < tick.pss_by_lane.size())
-            tick.pss_by_lane[static_cast<std::size_t>(index)] = 0;
+        const auto i = static_cast<std::size_t>(index);
+        if (end == part_end_ms_.end() || end->second >= t) continue;
+        if (i < tick.pss_by_lane.size()) tick.pss_by_lane[i] = 0;
+        if (i < tick.unknown_by_lane.size()) tick.unknown_by_lane[i] = 0;
     }
     stack_.push_back(std::move(tick));
 }
@@ -107,21 +121,52 @@ bool LaneStore::append(const RecordingData& newer,
         for (Figure f : figures)
             if (source_of(f) == FigureSource::fast) add(*lane, f, t, figure_of(sample, f));
     }
+    for (const auto& [t, u] : newer.unavailable)
+        if (u.tier == "rollup" && u.process_id > 0)
+            pss_unreadable_from_.try_emplace(u.process_id, t);
+    // A tick already in the stack may get more rows of its own from this read.
+    const std::size_t first_tick = stack_.empty() ? 0 : stack_.size() - 1;
     for (const auto& [t, sample] : newer.rollup) {
         auto lane = lane_for(sample.process_id);
         if (!lane) continue;
         for (Figure f : figures)
             if (source_of(f) == FigureSource::rollup) add(*lane, f, t, figure_of(sample, f));
-        if (!sample.pss) continue;
         const int index =
             stack_index_.try_emplace(*lane, static_cast<int>(stack_index_.size())).first->second;
         start_stack_tick(t, lane->part);
+        const auto i = static_cast<std::size_t>(index);
+        if (!sample.pss) { // not read: the lane is unknown at this tick, never 0
+            auto& unknown = stack_.back().unknown_by_lane;
+            if (unknown.size() <= i) unknown.resize(i + 1, 0);
+            unknown[i] = 1;
+            continue;
+        }
         auto& by_lane = stack_.back().pss_by_lane;
-        if (static_cast<int>(by_lane.size()) <= index) by_lane.resize(index + 1, 0);
-        by_lane[static_cast<std::size_t>(index)] =
-            saturating_add(by_lane[static_cast<std::size_t>(index)], *sample.pss);
+        if (by_lane.size() <= i) by_lane.resize(i + 1, 0);
+        by_lane[i] = saturating_add(by_lane[i], *sample.pss);
     }
+    mark_unreadable(first_tick, processes);
     return true;
+}
+
+void LaneStore::mark_unreadable(std::size_t first,
+                                const std::map<std::int64_t, ProcessInfo>& processes) {
+    for (const auto& [id, from] : pss_unreadable_from_) {
+        auto process = processes.find(id);
+        if (process == processes.end()) continue;
+        const ProcessInfo& p = process->second;
+        const auto lane = lane_of(p);
+        if (!lane) continue;
+        const auto index = static_cast<std::size_t>(
+            stack_index_.try_emplace(*lane, static_cast<int>(stack_index_.size())).first->second);
+        for (std::size_t k = first; k < stack_.size(); ++k) {
+            StackTick& tick = stack_[k];
+            if (tick.t_ms < from || tick.t_ms < p.birth_ms || (p.exit_ms && tick.t_ms > *p.exit_ms))
+                continue;
+            if (tick.unknown_by_lane.size() <= index) tick.unknown_by_lane.resize(index + 1, 0);
+            tick.unknown_by_lane[index] = 1;
+        }
+    }
 }
 
 const std::vector<LanePoint>& LaneStore::points(const LaneKey& lane, Figure figure) const {

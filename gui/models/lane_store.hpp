@@ -32,13 +32,27 @@ struct LaneKey {
 struct LanePoint {
     std::int64_t t_ms = 0;
     std::int64_t kib = 0;
+    // One of the lane's processes had the figure unavailable at the tick: the sum leaves it out
+    // (series()'s partial point).
+    bool partial = false;
 };
 
 // Every lane's PSS at one rollup tick (the Workers view's stack): by lane index (lane_index()),
-// 0 where the lane had no process with a PSS at that tick.
+// 0 where the lane had no process sampled at that tick. A lane with a process whose PSS could
+// not be read there is unknown (unknown_by_lane), never 0: the tick's Σ PSS is then partial, as
+// `report` says, and the stack leaves a gap.
 struct StackTick {
     std::int64_t t_ms = 0;
     std::vector<std::int64_t> pss_by_lane;
+    std::vector<char> unknown_by_lane; // by lane index, as pss_by_lane (shorter: known)
+    bool unknown(std::size_t lane) const {
+        return lane < unknown_by_lane.size() && unknown_by_lane[lane];
+    }
+    bool partial() const {
+        for (char u : unknown_by_lane)
+            if (u) return true;
+        return false;
+    }
 };
 
 class LaneStore {
@@ -66,7 +80,7 @@ class LaneStore {
     // of its range without merging 34 series at each redraw. In a merged recording the parts'
     // ticks differ: a tick holds the other parts' lanes as at their latest tick, while they ran.
     const std::vector<StackTick>& stack() const { return stack_; }
-    // A lane's index in StackTick::pss_by_lane, -1 if it never had a PSS.
+    // A lane's index in StackTick::pss_by_lane, -1 if it never had a rollup row.
     int lane_index(const LaneKey& lane) const;
 
   private:
@@ -77,14 +91,22 @@ class LaneStore {
     // A merged recording: a tick at `t` holding the last tick's lanes, those of parts ended by
     // then at 0.
     void push_carried_tick(std::int64_t t);
+    // Marks the lanes of unreadable processes alive at the ticks from `first` on as unknown.
+    void mark_unreadable(std::size_t first, const std::map<std::int64_t, ProcessInfo>& processes);
 
     std::map<LaneKey, std::map<Figure, std::vector<LanePoint>>> series_;
     std::map<std::pair<LaneKey, Figure>, std::int64_t> peaks_;
+    // A lane's figure unavailable in a row at this tick before the tick had a point.
+    std::map<std::pair<LaneKey, Figure>, std::int64_t> unavailable_at_;
     std::vector<StackTick> stack_;
     std::map<LaneKey, int> stack_index_;
     std::map<std::int64_t, LaneKey> summed_lane_; // process id -> the lane its rows went to
     std::map<int, std::int64_t> part_end_ms_;     // merged recordings: when each part's run ended
-    std::set<int> parts_in_tick_;                 // the parts whose rows the last tick holds
+    // Processes whose PSS could not be read (the recorder's rollup unavailability: another
+    // user's, no CAP_SYS_PTRACE), from when: they have no rollup rows, and while they live their
+    // lane is unknown at every stack tick, as `report` counts them (partial), never 0.
+    std::map<std::int64_t, std::int64_t> pss_unreadable_from_;
+    std::set<int> parts_in_tick_; // the parts whose rows the last tick holds
     std::int64_t last_ms_ = 0;
 };
 

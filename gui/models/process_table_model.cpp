@@ -2,6 +2,7 @@
 #include "process_table_model.hpp"
 
 #include "display_text.hpp"
+#include "loaderlens/figure_text.hpp"
 
 namespace loaderlens::gui {
 
@@ -66,7 +67,10 @@ QVariant ProcessTableModel::display(const ProcessSummary& p, int column) const {
         return kib_text(p.uss.value);
     case final_rss:
         return kib_text(p.final_rss);
-    case final_pss:
+    case final_pss: // a reading kept from before the end says its age
+        if (p.final_pss && p.final_pss_age_ms > 0)
+            return kib_text(p.final_pss) + " (" +
+                   QString::fromStdString(age_text(p.final_pss_age_ms)) + ")";
         return kib_text(p.final_pss);
     case final_uss:
         return kib_text(p.final_uss);

@@ -2,6 +2,7 @@
 #include "scheduler_table_model.hpp"
 
 #include "display_text.hpp"
+#include "loaderlens/figure_text.hpp"
 
 #include <QColor>
 
@@ -41,7 +42,9 @@ int SchedulerTableModel::columnCount(const QModelIndex& parent) const {
 QVariant SchedulerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* const names[column_count] = {
-        "Counted by", "Peak", "At", "Limit", "Margin", "Largest at the peak", "Counts"};
+        "Counted by",          "Peak",  "At",
+        "With the recorder",   "Limit", "Margin (with the recorder)",
+        "Largest at the peak", "Counts"};
     if (section < 0 || section >= column_count) return {};
     return QString(names[section]);
 }
@@ -61,13 +64,17 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
                                : kib_text(v.peak);
         case at:
             return unavailable ? QString() : seconds_text(v.peak_ms);
+        case counted:
+            if (unavailable) return QString();
+            if (v.recorder_in_figure) return kib_text(v.peak) + " (recorder included)";
+            return kib_text(scheduler_counted_kb(v));
         case limit:
             return v.limit.kb
                        ? kib_text(v.limit.kb) + " (" + QString::fromStdString(v.limit.source) + ")"
                        : QString("none known");
         case margin:
             if (!v.margin_kb) return QString("-");
-            return *v.margin_kb < 0 ? "over by " + kib_text(-*v.margin_kb) : kib_text(v.margin_kb);
+            return QString::fromStdString(margin_text(v.margin_kb));
         case holder:
             return holders_[static_cast<std::size_t>(index.row())];
         case counts:
@@ -88,6 +95,7 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
     case SortRole:
         if (index.column() == peak) return sort_value(v.peak);
         if (index.column() == margin) return sort_value(v.margin_kb);
+        if (index.column() == counted) return sort_value(scheduler_counted_kb(v));
         return data(index, Qt::DisplayRole);
     default:
         return {};

@@ -15,7 +15,9 @@ namespace loaderlens::gui {
 class SchedulerTableModel : public QAbstractTableModel {
     Q_OBJECT
   public:
-    enum Column { view, peak, at, limit, margin, holder, counts, column_count };
+    // counted: the peak plus the recorder (a process of the step), what the margin is held
+    // against the limit with: the figure the limit finding names.
+    enum Column { view, peak, at, counted, limit, margin, holder, counts, column_count };
     enum DataRole { KeyRole = Qt::UserRole + 1, PeakMsRole, SortRole };
 
     explicit SchedulerTableModel(QObject* parent = nullptr);

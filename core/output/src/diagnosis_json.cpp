@@ -16,7 +16,7 @@ json limit_json(const MemoryLimit& limit) {
 json view_json(const SchedulerView& v) {
     json points = json::array();
     for (const SeriesPoint& p : v.points)
-        points.push_back({p.t_ms, optional(p.value)});
+        points.push_back({p.t_ms, optional(p.value), p.partial});
     return {{"key", v.key},
             {"name", v.name},
             {"counts", v.counts},
