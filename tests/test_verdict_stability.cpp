@@ -6,7 +6,9 @@
 // oracle is the test's own mmap(2) flags. A worker forked but not yet seen by the tracker is the
 // tree's, not a process outside it that shares the file.
 #include "finding_support.hpp"
+#include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/outside_sharers.hpp"
+#include "loaderlens/recorder.hpp"
 #include "loaderlens/report.hpp"
 #include "precondition.hpp"
 #include "replay_support.hpp"
@@ -292,6 +294,57 @@ BOOST_AUTO_TEST_CASE(unseen_worker_is_not_an_outside_sharer) {
     const OutsideSharerCount count = count_outside_sharers({root.pid()}, {key});
     auto it = count.sharers.find(key);
     BOOST_TEST((it == count.sharers.end() ? 0 : it->second) == 1);
+}
+
+// The dynamic loader maps a library read-only before it maps its code: a sample may see only
+// that. Parsed from a captured smaps text, the object is code once any mapping of it has 'x'; and
+// an object recorded read-only, then seen executable, is read back as code.
+BOOST_AUTO_TEST_CASE(an_object_is_code_once_any_mapping_of_it_is_executable) {
+    const std::string smaps = "7f0000000000-7f0000100000 r--p 00000000 08:01 1234   /opt/lib/tool\n"
+                              "Rss:                1024 kB\n"
+                              "Pss:                 512 kB\n"
+                              "7f0000100000-7f0000300000 r-xp 00100000 08:01 1234   /opt/lib/tool\n"
+                              "Rss:                2048 kB\n"
+                              "Pss:                1024 kB\n"
+                              "7f0000400000-7f0000600000 r--s 00000000 08:01 99     /data/x.npy\n"
+                              "Rss:                2048 kB\n"
+                              "Pss:                1024 kB\n";
+    std::map<std::string, bool> executable;
+    for (const MappedObject& o : aggregate_smaps(smaps, 1024))
+        executable[o.path] = o.executable;
+    BOOST_TEST(executable.at("/opt/lib/tool"));
+    BOOST_TEST(!executable.at("/data/x.npy"));
+
+    TempDir dir;
+    const std::string path = dir.file("later.db");
+    {
+        Recorder recorder(path, false);
+        for (int t = 0; t < 2; ++t) {
+            SampleBatch b;
+            b.t_ms = t * 100;
+            if (t == 0) {
+                ProcessInfo p;
+                p.id = 1;
+                p.key = {4242, 1};
+                p.role = Role::main;
+                b.born.push_back(p);
+            }
+            MappedObject tool{.kind = MappingKind::file, .path = "/opt/lib/tool", .inode = 1234};
+            tool.rss_kb = 1024;
+            tool.executable = t == 1; // read-only at the first sample, its code mapped by the next
+            MappedObject data{.kind = MappingKind::file, .path = "/data/x.npy", .inode = 99};
+            data.rss_kb = 2048;
+            b.maps.push_back({1, {tool, data}});
+            recorder.write(b);
+        }
+        recorder.finish("finished", 300);
+    }
+    Recording recording(path);
+    std::map<std::string, std::optional<bool>> flags;
+    for (const ObjectInfo& o : recording.objects())
+        flags[o.path] = o.executable;
+    BOOST_TEST(flags.at("/opt/lib/tool").value_or(false)); // not NULL, and 1
+    BOOST_TEST(!flags.at("/data/x.npy").value_or(true));   // not NULL, and 0
 }
 
 BOOST_AUTO_TEST_SUITE_END()
