@@ -3,6 +3,7 @@
 // asked for (a data file of known size mapped and touched by every worker, so much anonymous
 // memory written per worker), with limits just above and just below; exit statuses 0/3/4/2;
 // JUnit read back by Python's own XML parser; bad budget files named at file:line:key.
+#include "consumers_agree.hpp"
 #include "precondition.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
@@ -115,6 +116,8 @@ pss = "15MiB"
 [schedulers]
 slurm_usepss = "50MiB"
 )");
+    // Every figure check shares with report, report --json and the exports is theirs.
+    BOOST_TEST(check_consumers_agree(w.recording) > 20);
     const std::string junit = w.dir.file("out.xml");
     auto ok = run({cli_path(), "check", "--budget", pass, "--junit", junit, w.recording});
     BOOST_TEST_INFO(ok.out + ok.err);

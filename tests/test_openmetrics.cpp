@@ -2,6 +2,7 @@
 // `export --format openmetrics` (docs/metrics.md), read back with
 // the tests' own exposition reader (exposition.hpp) and promtool, and held against the same
 // recording read through `export --format json` / `report --json` and against the kernel.
+#include "consumers_agree.hpp"
 #include "metrics_support.hpp"
 #include "precondition.hpp"
 
@@ -51,6 +52,8 @@ BOOST_AUTO_TEST_CASE(export_is_each_series_latest_value, *LOADERLENS_MAY_SKIP) {
     const std::string out = dir.file("run.db"), om = dir.file("run.om");
     const RunResult recorded = run(record_argv(dir, out, {}, 1500));
     BOOST_REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.err);
+    // Every figure the export shares with report, report --json, export json/csv and check.
+    BOOST_TEST(check_consumers_agree(out) > 20);
     const RunResult exported =
         run({cli_path(), "export", "--format", "openmetrics", "-o", om, out});
     BOOST_REQUIRE_MESSAGE(exported.exit_code == 0, exported.err);
