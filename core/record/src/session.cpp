@@ -17,7 +17,8 @@ namespace {
 // memory, while statm and cgroup reads stay near-constant. A rollup sample runs the residency
 // tier's pagemap walk too (the data files' share of each composite PSS), and such a joint run is
 // charged to one account holding both shares, so neither tier stretches the other; smaps_rollup
-// is then read once per process per pss_max_age_ms while the process moves (RollupSampler). The
+// is then read once per process per pss_max_age_ms while only the data files' pages move, and
+// at every sample once anything else in the tree moved (RollupSampler). The
 // full smaps of the maps tier is for the per-kind breakdown of the rest, at a lower rate
 // (docs/benchmarks-sampling.md).
 constexpr double fast_share = 0.15, rollup_share = 0.25, maps_share = 0.10, cgroup_share = 0.05,

@@ -84,20 +84,21 @@ std::int64_t kib_per_page() {
     static const std::int64_t kb = ::sysconf(_SC_PAGESIZE) / 1024;
     return kb;
 }
-// How far a process's resident memory may move beyond its followed files' present pages between
-// two looks and still count as those pages' move: the residency walk and the statm look are a
-// few ms apart, and 0.5% of a process's PSS is half the error allowed on Σ PSS.
-std::int64_t slack_kb(const Kib& pss) {
-    return std::max<std::int64_t>(256, pss.value_or(0) / 200);
+// How much unexplained movement a kept or composite reading tolerates: 0.5% of the tree's Σ PSS
+// (half the error allowed on it), at least 256 KiB. Each KiB of movement moves Σ PSS by at most
+// a KiB (a copy-on-write break adds its page; a page mapped by one more process only moves its
+// shares), so Σ PSS stays within that of a fresh sweep, and so does each process's PSS.
+std::int64_t slack_kb(std::int64_t tree_pss_kb) {
+    return std::max<std::int64_t>(256, tree_pss_kb / 200);
 }
 } // namespace
 
 bool RollupSampler::rest_stood(const State& state, const FollowedShare& now,
-                               std::int64_t resident_pages) {
+                               std::int64_t resident_pages) const {
     if (resident_pages < 0 || state.resident_at_read < 0) return false;
     const std::int64_t moved = (resident_pages - state.resident_at_read) * kib_per_page() -
                                (now.rss_kb - state.share_at_read->rss_kb);
-    return std::abs(moved) <= slack_kb(state.reading.pss);
+    return std::abs(moved) <= slack_kb(tree_pss_kb_);
 }
 
 std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State& state,
@@ -150,7 +151,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         // Young, and nothing moved in the tree since the reading but the followed files' pages
         // (or less than the slack: the few faults of a process's own stack and heap).
         const bool young = max_age_ms_ > 0 && state.has_reading && age < max_age_ms_ &&
-                           drift_kb_ - state.drift_at_read <= slack_kb(state.reading.pss);
+                           drift_kb_ - state.drift_at_read <= slack_kb(tree_pss_kb_);
         if (still && young) {
             // The last row (a composite's computed part stands still with the tree too).
             RollupSample kept = state.last_row;
@@ -183,6 +184,10 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         state.last_row = state.reading;
         out.push_back(state.reading);
     }
+    std::int64_t sum = 0;
+    for (const RollupSample& row : out)
+        sum += row.pss.value_or(0);
+    tree_pss_kb_ = sum;
 }
 
 } // namespace loaderlens

@@ -28,12 +28,13 @@ namespace loaderlens {
 //  - no process moved otherwise, beyond a slack: between two looks (TreeStillness: statm and
 //    the fault count) a process's faults beyond one per page its followed files grew by, and
 //    its resident memory's move beyond theirs, are summed over the tree since the reading;
-//    past max(256 KiB, 0.5% of the reading's PSS) the reading is stale and read afresh. An
+//    past max(256 KiB, 0.5% of the tree's Σ PSS) the reading is stale and read afresh. An
 //    anonymous page allocated, written for the first time or copied on write, a library page
 //    faulted in: each counts. The tree counts as one family of sharers (what a worker copies
 //    moves main's PSS and its siblings'), which costs reads where a tree holds unrelated
-//    programs, never accuracy. A copy-on-write break moves Σ PSS by one page, so Σ PSS is off
-//    by at most the largest slack.
+//    programs, never accuracy. A KiB of movement moves Σ PSS by at most a KiB (a copy-on-write
+//    break adds its page; a page mapped by one more process only moves the shares), so Σ PSS,
+//    and each process's PSS, stays within 0.5% of Σ PSS of a fresh sweep.
 // While the tree stands still the last rows are recorded again with their age. A sharer outside
 // the tree is not seen: `max_age_ms` bounds how stale a reading gets.
 //
@@ -83,8 +84,8 @@ class RollupSampler {
                                 const FollowedShare* share) const;
     // Adds what moved in the tree since the last sample to drift_kb_.
     void note_moves(const std::vector<ProcessInfo>& live, const FollowedShares* followed);
-    static bool rest_stood(const State& state, const FollowedShare& now,
-                           std::int64_t resident_pages);
+    bool rest_stood(const State& state, const FollowedShare& now,
+                    std::int64_t resident_pages) const;
     static RollupSample composite(const State& state, const FollowedShare& now,
                                   std::int64_t age_ms);
     int open_rollup(const ProcessInfo& info, Problems& problems);
@@ -103,6 +104,7 @@ class RollupSampler {
     // 4.9 s of a kept 55 MiB reading under a real torch run (issue 26).
     static constexpr std::int64_t everything = std::int64_t{1} << 40;
     std::int64_t drift_kb_ = 0;
+    std::int64_t tree_pss_kb_ = 0; // Σ PSS of the last sample's rows
     TreeStillness stillness_;
     std::map<ProcessKey, State> states_;
     std::string buffer_;
