@@ -6,6 +6,7 @@
 // peaks against the input's own report, the offsets against the inputs' start_unix_ns. Then the
 // refusals (one line naming the input, exit 2, nothing written), a cut input (a warning), and the
 // merged file in every reader path.
+#include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
@@ -169,7 +170,7 @@ BOOST_AUTO_TEST_CASE(parts_are_the_inputs_shifted_by_their_offsets) {
     const Recording merged(in.job);
     const std::vector<RecordingPart> parts = merged.parts();
     BOOST_TEST_REQUIRE(parts.size() == 2u);
-    BOOST_TEST(merged.schema() == 7);
+    BOOST_TEST(merged.schema() == recording_schema_version);
     BOOST_TEST(parts[0].name == "node1");
     BOOST_TEST(parts[1].name == "node2");
     BOOST_TEST(parts[0].offset_ms == 0);

@@ -49,10 +49,10 @@ Figures measure(const RecordingData& data, const ReportData& report, std::int64_
         }
         out["worker " + name] = highest;
     }
-    // Data files, not the libraries and executables every process maps (is_shared_library).
+    // Data files, not the libraries and executables every process maps (ObjectInfo::is_code).
     std::set<std::string> paths;
     for (const ObjectInfo& o : data.objects)
-        if (o.kind == MappingKind::file && !is_shared_library(o.path)) paths.insert(o.path);
+        if (o.kind == MappingKind::file && !o.is_code()) paths.insert(o.path);
     for (const std::string& path : paths) {
         const budget_rules::FilePeaks peaks = budget_rules::file_peaks(
             data, [&](const std::string& p) { return p == path; }, warmup);

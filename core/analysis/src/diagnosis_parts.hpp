@@ -54,7 +54,8 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
                                            const Diagnosis& diagnosis);
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
 // The data files of the run: those the residency tier followed (it never follows a file mapped
-// executable, nor system data); without residency rows, the mapped files that are not libraries.
+// executable, nor system data); without residency rows, the mapped files that are not code
+// (ObjectInfo::is_code).
 std::set<std::string> data_files(const RecordingData& data);
 std::vector<SlotGrowth> slot_growth(const RecordingData& data, const ProcessRows& rows,
                                     const std::vector<Epoch>& epochs, std::int64_t end_ms);

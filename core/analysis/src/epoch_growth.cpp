@@ -78,8 +78,7 @@ std::set<std::string> data_files(const RecordingData& data) {
         if (f.identified()) out.insert(f.path);
     if (!out.empty()) return out;
     for (const ObjectInfo& o : data.objects)
-        if ((o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) &&
-            !is_shared_library(o.path))
+        if ((o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) && !o.is_code())
             out.insert(o.path);
     return out;
 }

@@ -106,7 +106,8 @@ std::optional<FigurePoint> FigureModel::pick(std::int64_t process_id, Figure fig
     const auto& index = statm ? fast : rollup;
     auto it = index.find(process_id);
     if (it == index.end()) return std::nullopt;
-    std::optional<FigurePoint> out, carried;
+    std::optional<FigurePoint> out;
+    RollupCarry carry(figure);
     for (std::size_t row : it->second) {
         const std::int64_t t = statm ? data_.fast[row].t_ms : data_.rollup[row].t_ms;
         if (t > to_ms && !Last) break;
@@ -116,15 +117,10 @@ std::optional<FigurePoint> FigureModel::pick(std::int64_t process_id, Figure fig
                 point = FigurePoint{t, *value, Reading::statm, 0};
         } else {
             const RollupSample& s = data_.rollup[row].sample;
-            if (const Kib value = figure_of(s, figure))
-                point = FigurePoint{t, *value, rollup_reading(s, figure), s.age_ms};
-            else if (s.pss_computed && carried)
-                // A composite row has no clean/dirty split: its rest is the kept reading, whose
-                // split the last row that had one gave; carried with its age.
-                point =
-                    FigurePoint{t, carried->kb, Reading::rollup_kept,
-                                saturating_add(saturating_sub(t, carried->t_ms), carried->age_ms)};
-            if (point && point->source != Reading::rollup_kept) carried = point;
+            if (const RollupCarry::Value value = carry.next(t, s); value.kb)
+                point = FigurePoint{
+                    t, *value.kb, value.carried ? Reading::rollup_kept : rollup_reading(s, figure),
+                    value.age_ms};
         }
         if (!point || t < from_ms || t > to_ms) continue;
         out = point;

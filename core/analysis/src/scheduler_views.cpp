@@ -15,36 +15,21 @@ std::optional<std::int64_t> positive_meta(const RecordingData& data, const std::
     return value && *value > 0 ? value : std::nullopt;
 }
 
-// Sums a per-process figure at each tick of its table and notes, at each tick, the process that
-// held the most of it.
-template <typename Row, typename Get>
-void per_process_view(const std::vector<Timed<Row>>& rows, Get get, SchedulerView& view) {
-    std::size_t i = 0;
-    while (i < rows.size()) {
-        const std::int64_t t = rows[i].t_ms;
-        SeriesPoint point{t, {}, {}, {}, false};
-        std::int64_t top_id = 0, top_kb = -1;
-        for (; i < rows.size() && rows[i].t_ms == t; ++i) {
-            const Kib value = get(rows[i].sample);
-            if (!value) {
-                point.partial = true;
-                continue;
-            }
-            point.value = saturating_add(point.value.value_or(0), *value);
-            if (*value > top_kb) {
-                top_kb = *value;
-                top_id = rows[i].sample.process_id;
-            }
+// A per-process figure summed over the tree at each tick of its tier (series(): the one per-tick
+// sum), with the process that held the most of it at the peak tick.
+void per_process_view(const RecordingData& data, Figure figure, SchedulerView& view) {
+    std::vector<TickTop> tops;
+    Series sums = series(data, {.figure = figure, .selector = Selector::tree()}, &tops);
+    for (std::size_t i = 0; i < sums.points.size(); ++i)
+        if (sums.points[i].value && sums.peak && *sums.points[i].value == *sums.peak &&
+            sums.points[i].t_ms == sums.peak_ms) {
+            view.peak_process_id = tops[i].process_id;
+            view.peak_process_kb = tops[i].kb;
+            break;
         }
-        point.min = point.max = point.value;
-        view.points.push_back(point);
-        if (point.value && (!view.peak || *point.value > *view.peak)) {
-            view.peak = point.value;
-            view.peak_ms = t;
-            view.peak_process_id = top_id;
-            view.peak_process_kb = top_kb;
-        }
-    }
+    view.points = std::move(sums.points);
+    view.peak = sums.peak;
+    view.peak_ms = sums.peak_ms;
 }
 
 template <typename Get> void cgroup_view(const RecordingData& data, Get get, SchedulerView& view) {
@@ -103,8 +88,7 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     SchedulerView linux_view{"slurm_linux", "SLURM jobacct_gather/linux",
                              "Σ RSS of the step's processes", "statm RSS, summed per fast tick",
                              "OverMemoryKill kills the step (every process, the recorder too)"};
-    per_process_view(
-        data.fast, [](const FastSample& s) { return s.rss; }, linux_view);
+    per_process_view(data, Figure::rss, linux_view);
     linux_view.interval_ms = fast_ms;
     linux_view.recorder_kb = recorder_rss;
     views.push_back(std::move(linux_view));
@@ -112,8 +96,7 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     SchedulerView pss_view{"slurm_usepss", "SLURM jobacct_gather/linux UsePss",
                            "Σ PSS of the step's processes", "smaps_rollup Pss, summed per tick",
                            "OverMemoryKill kills the step"};
-    per_process_view(
-        data.rollup, [](const RollupSample& s) { return s.pss; }, pss_view);
+    per_process_view(data, Figure::pss, pss_view);
     pss_view.interval_ms = rollup_ms;
     pss_view.recorder_kb = diagnosis.recorder_pss_kb;
     views.push_back(std::move(pss_view));
@@ -121,14 +104,7 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     SchedulerView noshared{"slurm_noshared", "SLURM jobacct_gather/linux NoShared",
                            "Σ (RSS - shared) = Σ RssAnon", "status RssAnon, summed per fast tick",
                            "OverMemoryKill kills the step"};
-    per_process_view(
-        data.fast,
-        [](const FastSample& s) -> Kib {
-            if (!s.rss || !s.rss_file || !s.rss_shmem) return std::nullopt;
-            return std::max<std::int64_t>(
-                0, saturating_sub(saturating_sub(*s.rss, *s.rss_file), *s.rss_shmem));
-        },
-        noshared);
+    per_process_view(data, Figure::rss_noshared, noshared);
     noshared.interval_ms = fast_ms;
     noshared.recorder_kb = diagnosis.recorder_anon_kb;
     views.push_back(std::move(noshared));

@@ -17,12 +17,13 @@ struct FigureName {
     FigureSource source;
 };
 
-constexpr std::array<FigureName, 26> figure_names{{
+constexpr std::array<FigureName, 27> figure_names{{
     {Figure::rss, "rss", FigureSource::fast},
     {Figure::rss_anon, "rss_anon", FigureSource::fast},
     {Figure::rss_file, "rss_file", FigureSource::fast},
     {Figure::rss_shmem, "rss_shmem", FigureSource::fast},
     {Figure::swap, "swap", FigureSource::fast},
+    {Figure::rss_noshared, "rss_noshared", FigureSource::fast},
     {Figure::pss, "pss", FigureSource::rollup},
     {Figure::uss, "uss", FigureSource::rollup},
     {Figure::pss_anon, "pss_anon", FigureSource::rollup},
@@ -61,6 +62,10 @@ Kib fast_figure(const FastSample& s, Figure f) {
         return s.rss_file;
     case Figure::rss_shmem:
         return s.rss_shmem;
+    case Figure::rss_noshared:
+        if (!s.rss || !s.rss_file || !s.rss_shmem) return std::nullopt;
+        return std::max<std::int64_t>(
+            0, saturating_sub(saturating_sub(*s.rss, *s.rss_file), *s.rss_shmem));
     default:
         return s.swap;
     }
@@ -123,33 +128,67 @@ Kib system_figure(const SystemSample& s, Figure f) {
     }
 }
 
+// A process whose figures of a tier could not be read, from when the recorder noted it until it
+// exited: the tier writes no row for it, so a tick it lived through is partial, not complete.
+struct Unreadable {
+    std::int64_t process_id = 0, from_ms = 0, to_ms = INT64_MAX;
+};
+
+std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_view tier) {
+    std::unordered_map<std::int64_t, std::int64_t> exits;
+    for (const ProcessInfo& p : data.processes)
+        if (p.exit_ms) exits[p.id] = *p.exit_ms;
+    std::vector<Unreadable> out;
+    for (const auto& [t, u] : data.unavailable)
+        if (u.process_id != 0 && u.tier == tier) {
+            auto exit = exits.find(u.process_id);
+            out.push_back({u.process_id, t, exit == exits.end() ? INT64_MAX : exit->second});
+        }
+    return out;
+}
+
 // Per-process rows grouped by tick (one tier run's rows share a t_ms and are contiguous): the sum
-// over the selected processes at each tick in range.
+// over the selected processes at each tick in range. `get` sees every row in order (it may keep
+// state); a selected process noted unreadable makes a tick it lived through without a value of
+// its own partial.
 template <typename Row, typename Get>
 std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
                                    const std::unordered_set<std::int64_t>& selected,
-                                   const SeriesQuery& q, Get get) {
+                                   const SeriesQuery& q, Get get, std::vector<TickTop>* tops,
+                                   const std::vector<Unreadable>& unreadable) {
     // The whole tree: every row counts, no lookup per row (a 1 h x 32-worker report sums 1.2 M).
     const bool whole_tree = q.selector.kind == Selector::Kind::tree;
     std::vector<SeriesPoint> out;
+    std::vector<std::int64_t> valued; // processes with a value at this tick
     std::size_t i = 0;
     while (i < rows.size()) {
         const std::int64_t t = rows[i].t_ms;
         SeriesPoint point{t, {}, {}, {}, false};
+        TickTop top;
         bool any = false;
+        valued.clear();
         for (; i < rows.size() && rows[i].t_ms == t; ++i) {
+            const Kib value = get(rows[i].sample, t);
             if (t < q.from_ms || t > q.to_ms ||
                 (!whole_tree && !selected.contains(rows[i].sample.process_id)))
                 continue;
             any = true;
-            if (const Kib value = get(rows[i].sample))
+            if (value) {
                 point.value = saturating_add(point.value.value_or(0), *value);
-            else
+                valued.push_back(rows[i].sample.process_id);
+                if (!top.kb || *value > *top.kb) top = {rows[i].sample.process_id, value};
+            } else {
                 point.partial = true;
+            }
         }
         if (!any) continue;
+        for (const Unreadable& u : unreadable)
+            if (u.from_ms <= t && t <= u.to_ms && (whole_tree || selected.contains(u.process_id)) &&
+                std::find(valued.begin(), valued.end(), u.process_id) == valued.end())
+                point.partial = true;
         point.min = point.max = point.value;
         out.push_back(point);
+        if (tops) tops->push_back(top);
     }
     return out;
 }
@@ -206,6 +245,19 @@ Kib figure_of(const RollupSample& sample, Figure figure) {
     return rollup_figure(sample, figure);
 }
 
+RollupCarry::Value RollupCarry::next(std::int64_t t_ms, const RollupSample& row) {
+    if (const Kib kb = rollup_figure(row, figure_)) {
+        if (!row.pss_computed || figure_ == Figure::pss || figure_ == Figure::pss_file)
+            last_[row.process_id] = {t_ms, *kb, row.age_ms};
+        return {kb, row.age_ms, false};
+    }
+    if (!row.pss_computed) return {};
+    auto it = last_.find(row.process_id);
+    if (it == last_.end()) return {};
+    return {it->second.kb, saturating_add(saturating_sub(t_ms, it->second.t_ms), it->second.age_ms),
+            true};
+}
+
 FigureSource source_of(Figure figure) {
     return entry(figure).source;
 }
@@ -232,7 +284,7 @@ bool Selector::selects(const ProcessInfo& p) const {
     return false;
 }
 
-Series series(const RecordingData& data, const SeriesQuery& q) {
+Series series(const RecordingData& data, const SeriesQuery& q, std::vector<TickTop>* tops) {
     Series out{q.figure, {}, {}, 0};
     std::vector<SeriesPoint> points;
     const Figure f = q.figure;
@@ -243,10 +295,16 @@ Series series(const RecordingData& data, const SeriesQuery& q) {
             for (const ProcessInfo& p : data.processes)
                 if (q.selector.selects(p)) selected.insert(p.id);
         points = source == FigureSource::fast
-                     ? tick_sums(data.fast, selected, q,
-                                 [f](const FastSample& s) { return fast_figure(s, f); })
-                     : tick_sums(data.rollup, selected, q,
-                                 [f](const RollupSample& s) { return rollup_figure(s, f); });
+                     ? tick_sums(
+                           data.fast, selected, q,
+                           [f](const FastSample& s, std::int64_t) { return fast_figure(s, f); },
+                           tops, unreadable_spans(data, "fast"))
+                     : tick_sums(
+                           data.rollup, selected, q,
+                           [carry = RollupCarry(f)](const RollupSample& s, std::int64_t t) mutable {
+                               return carry.next(t, s).kb;
+                           },
+                           tops, unreadable_spans(data, "rollup"));
     } else if (source == FigureSource::cgroup) {
         points = direct(data.cgroup, q, [f](const CgroupSample& s) { return cgroup_figure(s, f); });
     } else {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace loaderlens {
@@ -23,6 +24,7 @@ enum class Figure {
     rss_file,
     rss_shmem,
     swap,
+    rss_noshared, // RSS - RssFile - RssShmem (what SLURM's NoShared counts; at least 0)
     // rollup tier (smaps_rollup): per process, summed per rollup tick
     pss,
     uss,
@@ -92,7 +94,36 @@ struct Series {
     std::int64_t peak_ms = 0;
 };
 
-Series series(const RecordingData& data, const SeriesQuery& query);
+// The one computation of a per-tick sum: every consumer (report, scheduler views, GUI lanes and
+// stack, exports) reads its sums from here. `tops`, when given (and max_points is 0), gets for
+// each point the selected process that held the most of the figure at that tick (0: none).
+struct TickTop {
+    std::int64_t process_id = 0;
+    Kib kb;
+};
+Series series(const RecordingData& data, const SeriesQuery& query,
+              std::vector<TickTop>* tops = nullptr);
+
+// A rollup figure of one process after another in time order. A composite row (its PSS computed
+// at the sample, the rest a kept reading) has no clean/dirty split: for USS, Private_Dirty and the
+// like it gives the process's last reading of the figure, carried, with its age at this row.
+class RollupCarry {
+  public:
+    explicit RollupCarry(Figure figure) : figure_(figure) {}
+    struct Value {
+        Kib kb;
+        std::int64_t age_ms = 0; // how old the reading is at this row
+        bool carried = false;    // from an earlier row
+    };
+    Value next(std::int64_t t_ms, const RollupSample& row);
+
+  private:
+    struct Reading {
+        std::int64_t t_ms = 0, kb = 0, age_ms = 0;
+    };
+    Figure figure_;
+    std::unordered_map<std::int64_t, Reading> last_; // by process id
+};
 
 // One row's figure: a fast-tier figure of a fast row, a rollup-tier figure of a rollup row
 // (another tier's figure: unavailable).
