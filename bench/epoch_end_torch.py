@@ -9,7 +9,9 @@ with the oracle, and prints the recorder's CPU share (its /proc/PID/stat, polled
 longest interval (tier_stats).
 
 Usage: /usr/bin/python3 bench/epoch_end_torch.py LOADERLENS [--workers 5] [--file-mib 256]
-       [--epochs 3] [--epoch-s 6] [--keep DIR]
+       [--epochs 3] [--epoch-s 6] [--keep DIR] [--record-arg ARG]...
+--record-arg passes ARG to `record` (e.g. --record-arg=--pss-max-age --record-arg=0: the full PSS
+sweep at every rollup sample, the baseline of the kept/composite readings' cost).
 Exit status: 0 when every target is met, 3 when one is missed, 1 when the run itself failed.
 """
 import argparse, os, shutil, sqlite3, subprocess, sys, tempfile, threading, time
@@ -104,6 +106,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--epoch-s", type=float, default=6.0)
     ap.add_argument("--keep", help="directory for the recording and data, kept afterwards")
+    ap.add_argument("--record-arg", action="append", default=[],
+                    help="an argument for `record` (repeatable)")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="loaderlens-epoch-end-")
     os.makedirs(work, exist_ok=True)
@@ -120,7 +124,7 @@ def main():
         open(job, "w").write(JOB.replace("num_workers=5", f"num_workers={a.workers}"))
         batches = (rows + 31) // 32
         db, oracle = os.path.join(work, "run.db"), os.path.join(work, "oracle.txt")
-        cmd = [a.loaderlens, "record", "-q", "-f", "-o", db, "--", sys.executable, job, work,
+        cmd = [a.loaderlens, "record", *a.record_arg, "-q", "-f", "-o", db, "--", sys.executable, job, work,
                str(a.epochs), str(a.epoch_s / batches), oracle]
         proc = subprocess.Popen(cmd)
         cpu = {"start": time.monotonic()}
@@ -176,6 +180,11 @@ def judge(db, oracle_path, cpu, a):
         print(f"{e:5} {pid:7} {name:6} {after:10} {before:10} {rss:12} (+{dt})"
               f" {s if s is not None else 'n/a':>12} (+{sdt})  {waited} ms")
     tiers = dict(con.execute("SELECT tier, MAX(interval_ms) FROM tier_stats GROUP BY tier"))
+    # How the rollup tier's rows came: read afresh (age 0), composite, or kept.
+    fresh, composite, kept = con.execute(
+        "SELECT SUM(COALESCE(age_ms, 0) = 0), SUM(pss_computed_kb IS NOT NULL),"
+        " SUM(age_ms > 0 AND pss_computed_kb IS NULL) FROM rollup_samples").fetchone()
+    print(f"rollup rows: {fresh} read afresh, {composite} composite, {kept} kept")
     share = cpu.get("cpu_s", 0) / max(cpu.get("wall_s", 1), 1e-9)
     print(f"recorder CPU {100 * share:.2f}% of one core over {cpu.get('wall_s', 0):.1f} s")
     by_name = {}
