@@ -3,6 +3,7 @@
 // (they reach the recording as the loader reports them, not when it ends), and `tail` follows the
 // run to its end. Oracle: the finished recording's own report, and the replay still running when
 // the live report was taken.
+#include "consumers_agree.hpp"
 #include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
@@ -76,6 +77,8 @@ BOOST_AUTO_TEST_CASE(report_shows_epochs_so_far_and_tail_follows_to_the_end) {
     }
     BOOST_TEST(tailed.out.ends_with("recording finished\n"), tailed.out);
     BOOST_TEST(tailed.out.find("sum RSS") != std::string::npos);
+    // Finished: report, report --json, the exports and check agree on every figure they share.
+    BOOST_TEST(check_consumers_agree(db) > 20);
 }
 
 // A recording read at its very first moment is being written, never cut: the recorder's first

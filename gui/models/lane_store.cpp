@@ -27,6 +27,8 @@ void LaneStore::reset() {
     summed_lane_.clear();
     part_end_ms_.clear();
     pss_unreadable_from_.clear();
+    rss_unreadable_from_.clear();
+    carries_.clear();
     parts_in_tick_.clear();
     last_ms_ = 0;
 }
@@ -121,16 +123,19 @@ bool LaneStore::append(const RecordingData& newer,
         for (Figure f : figures)
             if (source_of(f) == FigureSource::fast) add(*lane, f, t, figure_of(sample, f));
     }
-    for (const auto& [t, u] : newer.unavailable)
-        if (u.tier == "rollup" && u.process_id > 0)
-            pss_unreadable_from_.try_emplace(u.process_id, t);
+    for (const auto& [t, u] : newer.unavailable) {
+        if (u.process_id <= 0) continue;
+        if (u.tier == "rollup") pss_unreadable_from_.try_emplace(u.process_id, t);
+        if (u.tier == "fast") rss_unreadable_from_.try_emplace(u.process_id, t);
+    }
     // A tick already in the stack may get more rows of its own from this read.
     const std::size_t first_tick = stack_.empty() ? 0 : stack_.size() - 1;
     for (const auto& [t, sample] : newer.rollup) {
         auto lane = lane_for(sample.process_id);
         if (!lane) continue;
         for (Figure f : figures)
-            if (source_of(f) == FigureSource::rollup) add(*lane, f, t, figure_of(sample, f));
+            if (source_of(f) == FigureSource::rollup)
+                add(*lane, f, t, carries_.try_emplace(f, f).first->second.next(t, sample).kb);
         const int index =
             stack_index_.try_emplace(*lane, static_cast<int>(stack_index_.size())).first->second;
         start_stack_tick(t, lane->part);
@@ -146,7 +151,27 @@ bool LaneStore::append(const RecordingData& newer,
         by_lane[i] = saturating_add(by_lane[i], *sample.pss);
     }
     mark_unreadable(first_tick, processes);
+    mark_partial(rss_unreadable_from_, FigureSource::fast, processes);
+    mark_partial(pss_unreadable_from_, FigureSource::rollup, processes);
     return true;
+}
+
+void LaneStore::mark_partial(const std::map<std::int64_t, std::int64_t>& unreadable,
+                             FigureSource source,
+                             const std::map<std::int64_t, ProcessInfo>& processes) {
+    // Rare (another user's processes): every point of the lane is looked at again.
+    for (const auto& [id, from] : unreadable) {
+        auto process = processes.find(id);
+        if (process == processes.end()) continue;
+        const auto lane = lane_of(process->second);
+        auto by_figure = lane ? series_.find(*lane) : series_.end();
+        if (by_figure == series_.end()) continue;
+        const auto& exit = process->second.exit_ms;
+        for (auto& [figure, points] : by_figure->second)
+            if (source_of(figure) == source)
+                for (LanePoint& p : points)
+                    if (p.t_ms >= from && (!exit || p.t_ms <= *exit)) p.partial = true;
+    }
 }
 
 void LaneStore::mark_unreadable(std::size_t first,

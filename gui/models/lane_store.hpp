@@ -93,6 +93,10 @@ class LaneStore {
     void push_carried_tick(std::int64_t t);
     // Marks the lanes of unreadable processes alive at the ticks from `first` on as unknown.
     void mark_unreadable(std::size_t first, const std::map<std::int64_t, ProcessInfo>& processes);
+    // Marks a lane's points partial at the ticks an unreadable process of it lived through
+    // (series()'s rule: the tier writes no row for such a process).
+    void mark_partial(const std::map<std::int64_t, std::int64_t>& unreadable, FigureSource source,
+                      const std::map<std::int64_t, ProcessInfo>& processes);
 
     std::map<LaneKey, std::map<Figure, std::vector<LanePoint>>> series_;
     std::map<std::pair<LaneKey, Figure>, std::int64_t> peaks_;
@@ -106,6 +110,11 @@ class LaneStore {
     // user's, no CAP_SYS_PTRACE), from when: they have no rollup rows, and while they live their
     // lane is unknown at every stack tick, as `report` counts them (partial), never 0.
     std::map<std::int64_t, std::int64_t> pss_unreadable_from_;
+    // The same for the fast tier: a lane's RSS points are partial while such a process lives.
+    std::map<std::int64_t, std::int64_t> rss_unreadable_from_;
+    // A composite rollup row has no USS nor clean/dirty split: the process's last reading is
+    // carried, as series() carries it (RollupCarry), one per rollup figure.
+    std::map<Figure, RollupCarry> carries_;
     std::set<int> parts_in_tick_; // the parts whose rows the last tick holds
     std::int64_t last_ms_ = 0;
 };

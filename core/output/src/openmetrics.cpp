@@ -18,6 +18,8 @@ struct Run {
     const std::map<std::string, std::string>& meta;
     const RecordingData& data;
     const Diagnosis* diagnosis; // null: none (a part the merged report does not name)
+    // The report's processes: a snapshot's final figures are theirs (null: none).
+    const std::vector<ProcessSummary>* processes;
     std::optional<std::int64_t> start_unix_ms;
     bool live = false;
     std::int64_t last_sample_ms = -1;
@@ -90,12 +92,53 @@ class Exporter {
                 one(row);
             return;
         }
-        // A snapshot: each process's last row (its latest values; unavailable there: left out).
+        // A snapshot: each process's last row (its latest values; unavailable there: left out),
+        // and for the figures the report gives a final of, the report's final, so that the
+        // export and `report` say one number (a composite PSS row has no USS: the report's final
+        // USS is the last reading that had one).
         std::unordered_map<std::int64_t, const Timed<Row>*> last;
         for (const auto& row : rows)
             last[row.sample.process_id] = &row;
-        for (const auto& [id, row] : last)
-            one(*row);
+        for (const auto& [id, row] : last) {
+            const Labels& labels = labels_of(id);
+            if (labels.empty()) continue;
+            const ProcessSummary* summary = final_of(id);
+            for (const ProcessFigure& f : process_figures)
+                if (source_of(f.figure) == source) {
+                    const std::optional<Kib> final =
+                        summary ? report_final(*summary, f.figure) : std::nullopt;
+                    set_.add(f.family, labels,
+                             bytes(final ? *final : figure_of(row->sample, f.figure)));
+                }
+        }
+    }
+
+    const ProcessSummary* final_of(std::int64_t id) const {
+        if (!run_.processes) return nullptr;
+        for (const ProcessSummary& p : *run_.processes)
+            if (p.info.id == id) return &p;
+        return nullptr;
+    }
+    // The report's final of a figure, if the report gives one (empty: it does not).
+    static std::optional<Kib> report_final(const ProcessSummary& p, Figure figure) {
+        switch (figure) {
+        case Figure::rss:
+            return p.final_rss;
+        case Figure::rss_anon:
+            return p.final_anon;
+        case Figure::rss_file:
+            return p.final_file;
+        case Figure::rss_shmem:
+            return p.final_shmem;
+        case Figure::swap:
+            return p.final_swap;
+        case Figure::pss:
+            return p.final_pss;
+        case Figure::uss:
+            return p.final_uss;
+        default:
+            return std::nullopt;
+        }
     }
 
     void processes() {
@@ -235,14 +278,15 @@ void export_openmetrics(const Recording& recording, std::ostream& out,
         for (const auto& [part, part_data] : split_parts(data, recording.path())) {
             const PartReport* part_report = report.merged->part(part.name);
             write(Run{part.meta, part_data, part_report ? &part_report->report.diagnosis : nullptr,
+                      part_report ? &part_report->report.processes : nullptr,
                       part.start_unix_ns > 0 ? std::optional(part.start_unix_ns / 1'000'000)
                                              : std::nullopt,
                       false, part.last_sample_ms});
         }
     } else {
-        write(Run{report.meta, data, &report.diagnosis, start_unix_ms(report.meta),
-                  report.end.state == RecordingEnd::State::being_written,
-                  report.end.last_sample_ms});
+        write(
+            Run{report.meta, data, &report.diagnosis, &report.processes, start_unix_ms(report.meta),
+                report.end.state == RecordingEnd::State::being_written, report.end.last_sample_ms});
     }
     out << set.render(TextFormat::openmetrics);
 }
