@@ -53,9 +53,10 @@ Figures measure(const RecordingData& data, const ReportData& report, std::int64_
     std::set<std::string> paths;
     for (const ObjectInfo& o : data.objects)
         if (o.kind == MappingKind::file && !o.is_code()) paths.insert(o.path);
+    const FigureModel model(data);
     for (const std::string& path : paths) {
         const budget_rules::FilePeaks peaks = budget_rules::file_peaks(
-            data, [&](const std::string& p) { return p == path; }, warmup);
+            data, model, [&](const std::string& p) { return p == path; }, warmup);
         if (!peaks.rss.kb) continue; // mapped only before the warm-up ended
         out["file " + path + " rss"] = {peaks.rss.kb, peaks.rss.t_ms, path};
         out["file " + path + " pss"] = {peaks.pss.kb, peaks.pss.t_ms, path};

@@ -198,9 +198,10 @@ bool matches(const std::string& pattern, const std::string& path) {
 
 void check_files(const RecordingData& data, const ReportData& report, const Budget& budget,
                  std::int64_t warmup, CheckOutcome& out) {
+    const FigureModel model(data);
     for (const FileBudget& b : budget.files) {
         const budget_rules::FilePeaks peaks = budget_rules::file_peaks(
-            data, [&](const std::string& path) { return matches(b.pattern, path); }, warmup);
+            data, model, [&](const std::string& path) { return matches(b.pattern, path); }, warmup);
         auto rule = [&](const char* figure, const std::optional<std::int64_t>& max,
                         const budget_rules::TimedPeak& peak, const std::string& missing) {
             if (!max) return;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "budget_rules.hpp"
 
+#include "loaderlens/figure_model.hpp"
 #include "loaderlens/units.hpp"
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
 
 namespace loaderlens::budget_rules {
@@ -85,63 +87,40 @@ std::string joined(std::vector<std::string> names) {
 
 } // namespace
 
-FilePeaks file_peaks(const RecordingData& data,
+FilePeaks file_peaks(const RecordingData& data, const FigureModel& model,
                      const std::function<bool(const std::string&)>& matches, std::int64_t from_ms) {
     FilePeaks out;
-    std::unordered_map<std::int64_t, const ObjectInfo*> objects;
-    for (const ObjectInfo& o : data.objects)
-        if ((o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) && matches(o.path))
-            objects[o.id] = &o;
+    // The figure model's complete per-tick sums of each file (a maps tick: smaps; a residency
+    // tick: pagemap), added up over the matched files at each tick of one source.
+    std::map<std::pair<std::int64_t, Reading>, std::pair<std::int64_t, Kib>> sums; // rss, pss
     std::vector<std::string> mapped;
-    const auto& maps = data.maps;
-    for (std::size_t i = 0; i < maps.size();) {
-        const std::int64_t t = maps[i].t_ms;
-        std::optional<std::int64_t> rss, pss;
-        for (; i < maps.size() && maps[i].t_ms == t; ++i) {
-            auto it = objects.find(maps[i].object_id);
-            if (it == objects.end() || t < from_ms) continue;
-            mapped.push_back(it->second->path);
-            const MappedObject& f = maps[i].figures;
-            rss = saturating_add(rss.value_or(0), f.rss_kb);
-            pss = saturating_add(pss.value_or(0), f.pss_kb);
-            if (!out.process_rss.kb || f.rss_kb > *out.process_rss.kb) {
-                offer(out.process_rss, f.rss_kb, t);
-                out.process_rss.process_id = maps[i].process_id;
-                out.process_rss.where = it->second->path;
-            }
+    for (const std::string& path : model.files()) {
+        if (!matches(path)) continue;
+        for (const FigureModel::FileTick& tick : model.file_ticks(path)) {
+            if (tick.t_ms < from_ms) continue;
+            mapped.push_back(path);
+            auto& [rss, pss] = sums[{tick.t_ms, tick.source}];
+            rss = saturating_add(rss, tick.rss_kb);
+            if (tick.pss_kb) pss = saturating_add(pss.value_or(0), *tick.pss_kb);
         }
-        if (rss) offer(out.rss, *rss, t);
-        if (pss) offer(out.pss, *pss, t);
+        for (const ProcessInfo& p : data.processes)
+            for (const FigurePoint& point : model.file_points(p.id, path, FileFigure::rss))
+                if (point.t_ms >= from_ms &&
+                    (!out.process_rss.kb || point.kb > *out.process_rss.kb)) {
+                    offer(out.process_rss, point.kb, point.t_ms);
+                    out.process_rss.process_id = p.id;
+                    out.process_rss.where = path;
+                }
     }
-    std::unordered_map<std::int64_t, const ResidencyFile*> files;
-    for (const ResidencyFile& f : data.residency_files)
-        if (f.identified() && matches(f.path)) files[f.id] = &f;
-    // The residency tier reads each process's present pages of the followed files from pagemap
-    // at 1 Hz, the maps tier smaps only every 5 s: a short run may have no maps sample after
-    // the warm-up. Both are the file's RSS in a process; the higher peak of the two stands.
-    const auto& present = data.mapped_residency;
-    for (std::size_t i = 0; i < present.size();) {
-        const std::int64_t t = present[i].t_ms;
-        std::optional<std::int64_t> rss, pss;
-        for (; i < present.size() && present[i].t_ms == t; ++i) {
-            const MappedResidency& m = present[i].sample;
-            auto it = files.find(m.file_id);
-            if (it == files.end() || t < from_ms) continue;
-            mapped.push_back(it->second->path);
-            const std::int64_t kb = m.present_pages * it->second->page_size / 1024;
-            rss = rss.value_or(0) + kb;
-            if (m.pss_kb) pss = pss.value_or(0) + *m.pss_kb;
-            if (!out.process_rss.kb || kb > *out.process_rss.kb) {
-                offer(out.process_rss, kb, t);
-                out.process_rss.process_id = m.process_id;
-                out.process_rss.where = it->second->path;
-            }
-        }
-        if (rss) offer(out.rss, *rss, t);
-        if (pss) offer(out.pss, *pss, t);
+    for (const auto& [tick, sum] : sums) {
+        offer(out.rss, sum.first, tick.first);
+        if (sum.second) offer(out.pss, *sum.second, tick.first);
     }
     out.rss.where = out.pss.where = joined(mapped);
 
+    std::unordered_map<std::int64_t, const ResidencyFile*> files;
+    for (const ResidencyFile& f : data.residency_files)
+        if (f.identified() && matches(f.path)) files[f.id] = &f;
     std::erase_if(
         files, [](const auto& entry) { return entry.second->method == CacheMethod::unavailable; });
     std::vector<std::string> cached;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "loaderlens/budget.hpp"
+#include "loaderlens/figure_model.hpp"
 
 #include <functional>
 
@@ -36,10 +37,10 @@ struct TimedPeak {
 struct FilePeaks {
     TimedPeak rss, pss, process_rss, cached;
 };
-// Σ RSS and Σ PSS over the tree of the mapped files `matches` takes, per maps tick (smaps) and
-// per residency tick (pagemap, for followed files), the higher of the two; the most one process
-// held; their page cache per residency tick. Ticks before `from_ms` are left out.
-FilePeaks file_peaks(const RecordingData& data,
+// Σ RSS and Σ PSS over the tree of the mapped files `matches` takes, per tick of one source
+// (`model`'s per-file sums: a maps tick, smaps; a residency tick, pagemap), the highest; the most
+// one process held; their page cache per residency tick. Ticks before `from_ms` are left out.
+FilePeaks file_peaks(const RecordingData& data, const FigureModel& model,
                      const std::function<bool(const std::string&)>& matches, std::int64_t from_ms);
 
 // A figure's mean growth per epoch over the epochs after `warmup_epochs` (from the end of the

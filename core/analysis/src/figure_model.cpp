@@ -69,7 +69,7 @@ FigureModel::FigureModel(const RecordingData& data) : data_(data) {
             return;
         }
         tick.rss_kb = saturating_add(tick.rss_kb, point.kb);
-        tick.process_ids.push_back(process_id);
+        if (point.kb > 0) tick.process_ids.push_back(process_id);
     };
     for (const MapRow& row : data.maps) {
         auto it = objects.find(row.object_id);
@@ -180,6 +180,13 @@ const std::vector<FigureModel::FileTick>& FigureModel::file_ticks(const std::str
     static const std::vector<FileTick> none;
     auto it = file_ticks_.find(path);
     return it == file_ticks_.end() ? none : it->second;
+}
+
+std::vector<std::string> FigureModel::files() const {
+    std::vector<std::string> out;
+    for (const auto& [path, ticks] : file_ticks_)
+        out.push_back(path);
+    return out;
 }
 
 std::optional<FigureModel::FileTick> FigureModel::file_total_peak(const std::string& path,

@@ -201,8 +201,12 @@ std::optional<std::int64_t> data_file_rss(const Context& c, const std::set<std::
 }
 
 void generation_reset(const Context& c, std::vector<Finding>& out) {
-    // Consecutive generations of a slot: the previous one's last RSS of the data files against
-    // the next one's first (libraries and the interpreter are mapped by every generation alike).
+    // Consecutive generations of a slot that both mapped the data files, the earlier one ending
+    // with at least the noise of them. A re-forked worker starts without any of a file mapping's
+    // pages (fork copies no page tables of a mapping without anonymous pages), so the drop is what
+    // the earlier one ended with; its first reading, whenever the tiers got to it (under load up
+    // to a second later, and the finding then came and went between identical runs), is
+    // evidence only. Libraries and the interpreter are mapped by every generation alike.
     const std::set<std::string> files = data_files(c.data);
     std::map<int, std::vector<const ProcessInfo*>> slots;
     for (const ProcessInfo& p : c.data.processes)
@@ -220,16 +224,14 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
                                            before.exit_ms.value_or(INT64_MAX), true);
             const auto start = data_file_rss(c, files, after.id, after.birth_ms,
                                              after.exit_ms.value_or(INT64_MAX), false);
-            if (!end || !start ||
-                *end < saturating_add(saturating_mul(2, *start), thresholds::growth_noise_kb))
-                continue;
-            drops = saturating_add(drops, saturating_sub(*end, *start));
+            if (!end || !start || *end < thresholds::growth_noise_kb) continue;
+            drops = saturating_add(drops, *end);
             ++count;
             ids.push_back(after.id);
             if (evidence.size() < 4)
                 evidence.push_back(fmt::format(
-                    "worker {}: generation {} ended with {} of the data files mapped, generation "
-                    "{} started with {}",
+                    "worker {}: generation {} ended with {} of the data files mapped; generation "
+                    "{} started without them ({} at its first reading)",
                     slot, before.generation, size_text(*end), after.generation, size_text(*start)));
         }
     }
@@ -237,8 +239,9 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
     Finding x;
     x.kind = "per_generation_reset";
     x.severity = Severity::info;
-    x.title = fmt::format("workers are re-forked each epoch: each generation starts with little of "
-                          "the data files mapped (a mean drop of {}); the page cache stays",
+    x.title = fmt::format("workers are re-forked each epoch: each generation starts without the "
+                          "data files' pages mapped (the last one held {} on average); the page "
+                          "cache stays",
                           size_text(drops / count));
     x.evidence = std::move(evidence);
     x.evidence.push_back("the page cache is system-wide: it outlives the workers and is charged to "

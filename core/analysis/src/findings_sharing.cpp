@@ -32,61 +32,20 @@ struct FileTick {
     std::optional<std::int64_t> size_bytes;
 };
 
-// Keeps, per path, the tick where Σ RSS - Σ PSS of the file was largest.
-void offer(std::map<std::string, FileTick>& best, std::map<std::string, FileTick>&& now) {
-    for (auto& [path, f] : now) {
-        auto it = best.find(path);
-        if (it == best.end() ||
-            saturating_sub(f.rss, f.pss) > saturating_sub(it->second.rss, it->second.pss))
-            best[path] = std::move(f);
-    }
-}
-
-// Per mapped file: from the maps tier (smaps) and the residency tier (pagemap present pages,
-// PSS computed among the tree's sharers: it runs every second where maps runs every 5 s).
-std::map<std::string, FileTick> widest_file_ticks(const RecordingData& data) {
-    std::map<std::int64_t, const ObjectInfo*> objects;
-    for (const ObjectInfo& o : data.objects)
-        if (o.kind == MappingKind::file || o.kind == MappingKind::deleted_file) objects[o.id] = &o;
+// Per mapped file, the tick of one source (smaps at a maps tick, or pagemap at a residency tick,
+// the PSS computed among the tree's sharers) where Σ RSS - Σ PSS was widest: the figure model's
+// complete per-tick sums; the size as last seen (a file that grew is re-read).
+std::map<std::string, FileTick> widest_file_ticks(const Context& c) {
     std::map<std::string, FileTick> best;
-    std::size_t i = 0;
-    while (i < data.maps.size()) {
-        const std::int64_t t = data.maps[i].t_ms;
-        std::map<std::string, FileTick> now;
-        for (; i < data.maps.size() && data.maps[i].t_ms == t; ++i) {
-            auto o = objects.find(data.maps[i].object_id);
-            if (o == objects.end()) continue;
-            FileTick& f = now[o->second->path];
-            f.t_ms = t;
-            f.rss = saturating_add(f.rss, data.maps[i].figures.rss_kb);
-            f.pss = saturating_add(f.pss, data.maps[i].figures.pss_kb);
-            f.processes.push_back(data.maps[i].process_id);
-            f.size_bytes = o->second->size_bytes;
+    for (const std::string& path : c.rows.files())
+        for (const FigureModel::FileTick& tick : c.rows.file_ticks(path)) {
+            if (!tick.pss_kb) continue;
+            const std::int64_t gap = saturating_sub(tick.rss_kb, *tick.pss_kb);
+            auto it = best.find(path);
+            if (it == best.end() || gap > saturating_sub(it->second.rss, it->second.pss))
+                best[path] = FileTick{tick.t_ms, tick.rss_kb, *tick.pss_kb, tick.process_ids,
+                                      c.rows.file_size_bytes(path)};
         }
-        offer(best, std::move(now));
-    }
-    std::map<std::int64_t, const ResidencyFile*> files;
-    for (const ResidencyFile& f : data.residency_files)
-        files[f.id] = &f;
-    const auto& mapped = data.mapped_residency;
-    i = 0;
-    while (i < mapped.size()) {
-        const std::int64_t t = mapped[i].t_ms;
-        std::map<std::string, FileTick> now;
-        for (; i < mapped.size() && mapped[i].t_ms == t; ++i) {
-            const MappedResidency& m = mapped[i].sample;
-            auto file = files.find(m.file_id);
-            if (file == files.end() || !m.pss_kb || m.present_pages == 0) continue;
-            FileTick& f = now[file->second->path];
-            f.t_ms = t;
-            f.rss = saturating_add(f.rss,
-                                   saturating_mul(m.present_pages, file->second->page_size) / 1024);
-            f.pss = saturating_add(f.pss, *m.pss_kb);
-            f.processes.push_back(m.process_id);
-            f.size_bytes = file->second->size_bytes;
-        }
-        offer(best, std::move(now));
-    }
     return best;
 }
 
@@ -113,7 +72,7 @@ std::set<std::string> code_paths(const RecordingData& data) {
 
 void shared_file_cache(const Context& c, std::vector<Finding>& out) {
     const std::set<std::string> code = code_paths(c.data);
-    for (const auto& [path, f] : widest_file_ticks(c.data)) {
+    for (const auto& [path, f] : widest_file_ticks(c)) {
         const std::int64_t gap = saturating_sub(f.rss, f.pss);
         if (f.processes.size() < 2 || f.pss <= 0 || gap < thresholds::shared_file_min_gap_kb ||
             static_cast<double>(f.rss) < thresholds::shared_file_ratio * static_cast<double>(f.pss))

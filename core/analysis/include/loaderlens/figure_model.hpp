@@ -80,8 +80,11 @@ class FigureModel {
         Kib pss_kb; // empty: no PSS at this tick (pagemap rows of recordings before schema 5)
         std::vector<std::int64_t> process_ids;
     };
-    // In time order (empty: the file was never seen mapped).
+    // In time order (empty: the file was never seen mapped). process_ids: those with pages of it
+    // present at the tick.
     const std::vector<FileTick>& file_ticks(const std::string& path) const;
+    // Every file seen mapped, in path order.
+    std::vector<std::string> files() const;
     // The tick with the largest sum of the figure (empty: never seen mapped).
     std::optional<FileTick> file_total_peak(const std::string& path, FileFigure figure) const;
 
