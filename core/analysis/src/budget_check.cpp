@@ -123,7 +123,7 @@ void check_schedulers(const ReportData& report, const Budget& budget, std::int64
             const std::int64_t margin = *view.limit.kb - seen;
             r.measured_kb = margin;
             r.limit_kb = *budget.min_margin_kb;
-            r.measured = format_kib(margin) + " below the limit";
+            r.measured = margin_text(margin);
             r.limit = ">= " + format_kib(*budget.min_margin_kb);
             r.status = margin >= *budget.min_margin_kb ? RuleStatus::pass : RuleStatus::fail;
             r.at_ms = t;

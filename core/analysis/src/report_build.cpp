@@ -98,6 +98,7 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
     }
     r.totals.rss = tree_peak(data, Figure::rss);
 
+    RollupCarry uss(Figure::uss);
     for (const auto& [t, s] : data.rollup) {
         auto it = index.find(s.process_id);
         if (it == index.end()) continue;
@@ -105,8 +106,10 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
         p.pss.offer(s.pss, t);
         p.uss.offer(s.uss(), t);
         p.final_pss = s.pss;
-        // A composite row has no USS (docs/figures.md): the last reading's stands.
-        if (s.uss() || !s.pss_computed) p.final_uss = s.uss();
+        // A composite row has no USS (docs/figures.md): the last reading's is carried.
+        const RollupCarry::Value final_uss = uss.next(t, s);
+        p.final_uss = final_uss.kb;
+        p.final_uss_age_ms = final_uss.kb ? final_uss.age_ms : 0;
         p.final_pss_age_ms = s.age_ms;
         p.last_seen_ms = std::max(p.last_seen_ms.value_or(t), t);
     }

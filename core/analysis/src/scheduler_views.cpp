@@ -175,9 +175,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
             else if (!view.limit.source.starts_with("--mem-limit"))
                 view.limit = {};
         }
-        if (view.peak && view.limit.kb)
-            view.margin_kb = saturating_sub(
-                *view.limit.kb, saturating_add(*view.peak, view.recorder_kb.value_or(0)));
+        if (view.peak) view.counted_kb = saturating_add(*view.peak, view.recorder_kb.value_or(0));
+        if (view.counted_kb && view.limit.kb)
+            view.margin_kb = saturating_sub(*view.limit.kb, *view.counted_kb);
     }
     return views;
 }

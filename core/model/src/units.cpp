@@ -15,4 +15,10 @@ std::string format_kib(const Kib& kib, SizeStyle style) {
     return fmt::format("{}{}", *kib, compact ? "K" : " KiB");
 }
 
+std::string margin_text(const Kib& margin_kb) {
+    if (!margin_kb) return "n/a";
+    return *margin_kb < 0 ? "over by " + format_kib(saturating_sub(0, *margin_kb))
+                          : format_kib(margin_kb) + " below the limit";
+}
+
 } // namespace loaderlens

@@ -30,6 +30,7 @@ json view_json(const SchedulerView& v) {
             {"samples", v.samples},
             {"recorder_kib", optional(v.recorder_kb)},
             {"recorder_in_figure", v.recorder_in_figure},
+            {"counted_kib", optional(v.counted_kb)},
             {"limit", limit_json(v.limit)},
             {"margin_kib", optional(v.margin_kb)},
             {"unavailable", v.unavailable.empty() ? json(nullptr) : json(v.unavailable)},

@@ -67,6 +67,7 @@ json process_json(const ProcessSummary& p, const RecordingEnd& end) {
           {"shmem", kib(p.final_shmem)},
           {"swap", kib(p.final_swap)}}},
         {"final_pss_age_ms", p.final_pss_age_ms},
+        {"final_uss_age_ms", p.final_uss_age_ms},
     });
     return out;
 }

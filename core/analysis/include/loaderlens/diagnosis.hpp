@@ -50,8 +50,12 @@ struct SchedulerView {
     // what the scheduler sees for the job with the recorder inside it.
     Kib recorder_kb;
     bool recorder_in_figure = false; // a cgroup figure: the recorder is charged there already
+    // What the scheduler counts for the job at the peak: peak + the recorder's share (where the
+    // figure does not charge it already; an unknown share counts 0). The margin and the limit
+    // finding are about this figure.
+    Kib counted_kb;
     MemoryLimit limit;
-    Kib margin_kb;           // limit - (peak + recorder); negative: over it
+    Kib margin_kb;           // limit - counted; negative: over it
     std::string unavailable; // why there is no peak (no cgroup sample, no PSS readable...)
 };
 

@@ -30,6 +30,9 @@ struct ProcessSummary {
     Kib final_rss, final_pss, final_uss;
     Kib final_anon, final_file, final_shmem, final_swap;
     std::int64_t final_pss_age_ms = 0; // 0: read at its last rollup sample; else kept that long
+    // The final USS is the last reading that had one (a composite row has none): its age at the
+    // process's last rollup sample (RollupCarry).
+    std::int64_t final_uss_age_ms = 0;
     // Its last fast or rollup sample: where a recording was cut, the latest time it is known to
     // have run (empty: never sampled).
     std::optional<std::int64_t> last_seen_ms;

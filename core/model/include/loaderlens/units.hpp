@@ -15,5 +15,7 @@ enum class SizeStyle {
 
 // "n/a" for an unavailable figure, never 0.
 std::string format_kib(const Kib& kib, SizeStyle style = SizeStyle::spaced);
+// A margin to a limit as words: "81.5 MiB below the limit" or "over by 81.5 MiB".
+std::string margin_text(const Kib& margin_kb);
 
 } // namespace loaderlens

@@ -14,16 +14,9 @@
 
 namespace loaderlens {
 
-// What the scheduler counts for the job at the view's peak: the peak plus the recorder's own
-// share (a process of the step) unless the figure charges it already. This is the figure the
-// margin and the limit finding are about: limit - margin when a limit is known. Empty when the
-// recorder's share is unknown (it did not finish) and no margin says it.
+// What the scheduler counts for the job at the view's peak (SchedulerView::counted_kb).
 inline Kib scheduler_counted_kb(const SchedulerView& view) {
-    if (!view.peak) return {};
-    if (view.margin_kb && view.limit.kb) return saturating_sub(*view.limit.kb, *view.margin_kb);
-    if (view.recorder_in_figure) return view.peak;
-    if (view.recorder_kb) return saturating_add(*view.peak, *view.recorder_kb);
-    return {};
+    return view.counted_kb;
 }
 
 // A size that may be negative: "-81.5 MiB" (format_kib writes a negative one in KiB).
@@ -32,12 +25,7 @@ inline std::string signed_size_text(const Kib& kb) {
     return *kb < 0 ? "-" + format_kib(saturating_sub(0, *kb)) : format_kib(kb);
 }
 
-// A margin as words: "81.5 MiB below the limit" or "over by 81.5 MiB".
-inline std::string margin_text(const Kib& margin_kb) {
-    if (!margin_kb) return "n/a";
-    return *margin_kb < 0 ? "over by " + format_kib(saturating_sub(0, *margin_kb))
-                          : format_kib(margin_kb) + " below the limit";
-}
+// margin_text: units.hpp (check's own rule text says it too).
 
 // printf into a string (header only: the dashboard includes this without linking fmt).
 template <typename... Args> std::string printed(const char* format, Args... args) {
