@@ -2,6 +2,7 @@
 #include "loaderlens/live_metrics.hpp"
 
 #include "loaderlens/report.hpp"
+#include "loaderlens/residency_generations.hpp"
 #include "metric_set.hpp"
 
 #include <algorithm>
@@ -136,9 +137,15 @@ std::string LiveMetrics::textfile(bool live) const {
         set.add(Family::cgroup_limit, base,
                 cgroup_->unlimited ? std::nullopt : bytes(cgroup_->limit));
     }
+    // A file that grew while followed has a generation per size: only the latest one's figures
+    // are current (residency_generations.hpp).
+    std::vector<ResidencyFile> known;
+    for (const auto& [id, f] : files_)
+        known.push_back(f);
+    const std::map<std::int64_t, std::int64_t> latest = latest_generations(known);
     for (const auto& [id, now] : file_now_) {
         auto f = files_.find(id);
-        if (f == files_.end()) continue;
+        if (f == files_.end() || latest.at(id) != id) continue;
         const Labels labels = with(base, {{"file", f->second.path}});
         const std::int64_t page = f->second.page_size;
         if (now.cached_pages && f->second.method != CacheMethod::unavailable)

@@ -3,6 +3,7 @@
 
 #include "loaderlens/merged_report.hpp"
 #include "loaderlens/report.hpp"
+#include "loaderlens/residency_generations.hpp"
 #include "metric_set.hpp"
 
 #include <unordered_map>
@@ -217,16 +218,24 @@ class Exporter {
             std::int64_t present_pages = 0;
             Kib pss;
         };
+        // A file that grew while followed has a generation per size: one series, under the
+        // latest generation (residency_generations.hpp).
+        const std::map<std::int64_t, std::int64_t> latest =
+            latest_generations(run_.data.residency_files);
+        auto file_of = [&](std::int64_t id) {
+            auto it = latest.find(id);
+            return it == latest.end() ? id : it->second;
+        };
         std::map<std::int64_t, std::map<std::int64_t, Run>> runs; // file, t
         for (const auto& [t, c] : run_.data.cache_residency)
-            runs[c.file_id][t].cached_pages = c.totals.cached;
+            runs[file_of(c.file_id)][t].cached_pages = c.totals.cached;
         for (const auto& [t, m] : run_.data.mapped_residency) {
-            Run& r = runs[m.file_id][t];
+            Run& r = runs[file_of(m.file_id)][t];
             r.mapped = true;
             r.present_pages = saturating_add(r.present_pages, m.present_pages);
             if (m.pss_kb) r.pss = saturating_add(r.pss.value_or(0), *m.pss_kb);
         }
-        for (const ResidencyFile& f : run_.data.residency_files) {
+        for (const ResidencyFile& f : latest_files(run_.data.residency_files)) {
             auto file_runs = runs.find(f.id);
             if (file_runs == runs.end()) continue;
             const Labels labels = with(base_, {{"file", f.path}});
