@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import torch
+from recorder_marks import mark_and_wait  # beside this script
 from torch.utils.data import DataLoader, Dataset
 
 COUNT = 1_500_000  # about 100 MiB of str objects in a list
@@ -48,23 +49,6 @@ def private_dirty_kb(pid):
             if line.startswith("Private_Dirty:"):
                 return int(line.split()[1])
     return 0
-
-
-def mark_and_wait(text):
-    markers, sampled = os.environ.get("LOADERLENS_MARKERS"), os.environ.get("LOADERLENS_SAMPLED")
-    if not markers:
-        return
-    asked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-    with open(markers, "a") as f:
-        f.write(text + "\n")
-    deadline = time.monotonic() + 10
-    while sampled and time.monotonic() < deadline:  # the recorder's acknowledgement
-        with open(sampled) as f:
-            parts = f.read().split()
-        if len(parts) == 2 and parts[0] == parts[1] and int(parts[0]) >= asked:
-            return
-        time.sleep(0.005)  # polling a file the recorder rewrites; not a synchronisation
-    print("no acknowledgement for", text, file=sys.stderr)
 
 
 def main():

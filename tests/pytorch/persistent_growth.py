@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import torch
+from recorder_marks import mark_and_wait  # beside this script
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 RECORD_BYTES = 256 * 1024  # far larger than the fault-around window (64 KiB)
@@ -71,23 +72,6 @@ def file_rss_kb(pid, path):
             elif fields[0] == "Rss:" and current == path:
                 total += int(fields[1])
     return total
-
-
-def mark_and_wait(text):
-    markers, sampled = os.environ.get("LOADERLENS_MARKERS"), os.environ.get("LOADERLENS_SAMPLED")
-    if not markers:
-        return
-    asked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-    with open(markers, "a") as f:
-        f.write(text + "\n")
-    deadline = time.monotonic() + 10
-    while sampled and time.monotonic() < deadline:  # the recorder's acknowledgement
-        with open(sampled) as f:
-            parts = f.read().split()
-        if len(parts) == 2 and parts[0] == parts[1] and int(parts[0]) >= asked:
-            return
-        time.sleep(0.005)  # polling a file the recorder rewrites; not a synchronisation
-    print("no acknowledgement for", text, file=sys.stderr)
 
 
 def main():
