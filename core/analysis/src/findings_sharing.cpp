@@ -227,6 +227,12 @@ void lmdb_before_fork(const Context& c, std::vector<Finding>& out) {
         const auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
         from_config = config.is_object() && config.value("lmdb_open", "") == "parent";
     }
+    // Main must still map it once workers exist: a job that built its database in main and
+    // closed it before starting the loader mapped it too, before any worker was born.
+    std::optional<std::int64_t> first_worker_ms;
+    for (const ProcessInfo& p : c.data.processes)
+        if (p.role == Role::worker)
+            first_worker_ms = std::min(first_worker_ms.value_or(p.birth_ms), p.birth_ms);
     std::map<std::int64_t, std::pair<bool, std::vector<std::int64_t>>> mdb; // main maps, workers
     std::map<std::int64_t, std::string> paths;
     for (const ObjectInfo& o : c.data.objects)
@@ -236,7 +242,8 @@ void lmdb_before_fork(const Context& c, std::vector<Finding>& out) {
         const ProcessInfo* p = find_process(c.report.processes, row.process_id);
         if (!p) continue;
         auto& [by_main, workers] = mdb[row.object_id];
-        if (p->role == Role::main) by_main = true;
+        if (p->role == Role::main && first_worker_ms && row.t_ms >= *first_worker_ms)
+            by_main = true;
         if (p->role == Role::worker &&
             std::find(workers.begin(), workers.end(), p->id) == workers.end())
             workers.push_back(p->id);
