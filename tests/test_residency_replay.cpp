@@ -6,6 +6,7 @@
 // and as on Debian 12's Linux 6.1 (a seccomp filter answers cachestat(2) with ENOSYS and the
 // PAGEMAP_SCAN ioctl with ENOTTY, what that kernel gives), so the fallbacks the product ships
 // (mincore, 8-byte pagemap entries) are checked end to end on every kernel.
+#include "consumers_agree.hpp"
 #include "loaderlens/export.hpp"
 #include "loaderlens/report.hpp"
 #include "replay_support.hpp"
@@ -80,6 +81,7 @@ void check_mmap_shuffle(const Kernel& kernel) {
     replay_on(kernel, dir, db,
               {data, "--workers", "4", "--batch", "16", "--pattern", "shuffle", "--step-time",
                "15ms", "--interval", "residency=250ms"});
+    check_consumers_agree(db);
     Recording recording(db);
 
     const auto files = recording.residency_files();
@@ -192,6 +194,7 @@ BOOST_AUTO_TEST_CASE(pread_with_random_advice_caches_what_was_read) {
                       {data, "--workers", "2", "--batch", "16", "--pattern", "shuffle", "--subset",
                        "0.25", "--read", "pread", "--advice", "random", "--interval",
                        "residency=100ms"});
+            check_consumers_agree(db);
             Recording recording(db);
             const ReportData report = build_report(recording);
             const FileResidencySummary& s = dataset_summary(report, data);
@@ -237,6 +240,7 @@ BOOST_AUTO_TEST_CASE(cachestat_refused_by_seccomp_falls_back_to_mincore) {
                                         "--interval", "residency=100ms", "--", "/bin/sleep", "0.3"},
                                        EPERM, 0, dir.file("record.out"));
     BOOST_REQUIRE_EQUAL(code, 0);
+    check_consumers_agree(db);
     Recording recording(db);
     const auto files = recording.residency_files();
     BOOST_REQUIRE_EQUAL(files.size(), 1u);
