@@ -78,13 +78,18 @@ BOOST_AUTO_TEST_CASE(sums_per_tick_ranges_and_decimation_equal_sql) {
                                       "processes p ON p.id = r.process_id WHERE p.role = 'worker' "
                                       "AND p.slot = 1 GROUP BY r.t_ms ORDER BY r.t_ms"),
                    "slot 1 pss");
-    // USS of the main process (Private_Clean + Private_Dirty).
+    // USS of the main process (Private_Clean + Private_Dirty); a composite row has none: the
+    // process's last row that had one is carried.
     require_points(
         series(run.data, {.figure = Figure::uss, .selector = Selector::of_role(Role::main)}),
-        sql_points(run.db, "SELECT r.t_ms, sum(r.private_clean_kb + r.private_dirty_kb) "
-                           "FROM rollup_samples r JOIN processes p ON p.id = "
-                           "r.process_id WHERE p.role = 'main' GROUP BY r.t_ms ORDER BY "
-                           "r.t_ms"),
+        sql_points(run.db,
+                   "SELECT r.t_ms, sum(coalesce(r.private_clean_kb + r.private_dirty_kb, "
+                   "CASE WHEN r.pss_computed_kb IS NOT NULL THEN (SELECT q.private_clean_kb + "
+                   "q.private_dirty_kb FROM rollup_samples q WHERE q.process_id = r.process_id "
+                   "AND q.rowid < r.rowid AND q.private_clean_kb + q.private_dirty_kb IS NOT "
+                   "NULL ORDER BY q.rowid DESC LIMIT 1) END)) FROM rollup_samples r JOIN "
+                   "processes p ON p.id = r.process_id WHERE p.role = 'main' GROUP BY r.t_ms "
+                   "ORDER BY r.t_ms"),
         "main uss");
     // The system tier, as stored.
     require_points(series(run.data, {.figure = Figure::mem_available}),

@@ -128,22 +128,28 @@ Kib system_figure(const SystemSample& s, Figure f) {
     }
 }
 
-// A process whose figures of a tier could not be read, from when the recorder noted it until it
-// exited: the tier writes no row for it, so a tick it lived through is partial, not complete.
+// A process whose figures of a tier could not be read at all (another user's, no CAP_SYS_PTRACE),
+// from when the recorder noted it until it exited: the tier writes no row for it, so a tick it
+// lived through is partial, not complete. A process read at some sample is not one: a gap of a
+// readable process (a read failing as it exits) is no unknown memory, and the report counts as
+// unreadable only those with no reading at all (TreeTotals::rollup_unreadable).
 struct Unreadable {
     std::int64_t process_id = 0, from_ms = 0, to_ms = INT64_MAX;
 };
 
-std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_view tier) {
-    std::unordered_map<std::int64_t, std::int64_t> exits;
-    for (const ProcessInfo& p : data.processes)
-        if (p.exit_ms) exits[p.id] = *p.exit_ms;
-    std::vector<Unreadable> out;
+template <typename Row>
+std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_view tier,
+                                         const std::vector<Timed<Row>>& rows) {
+    std::unordered_map<std::int64_t, std::int64_t> noted;
     for (const auto& [t, u] : data.unavailable)
-        if (u.process_id != 0 && u.tier == tier) {
-            auto exit = exits.find(u.process_id);
-            out.push_back({u.process_id, t, exit == exits.end() ? INT64_MAX : exit->second});
-        }
+        if (u.process_id != 0 && u.tier == tier) noted.try_emplace(u.process_id, t);
+    if (noted.empty()) return {};
+    for (const auto& row : rows)
+        if (row.sample.rss) noted.erase(row.sample.process_id);
+    std::vector<Unreadable> out;
+    for (const ProcessInfo& p : data.processes)
+        if (auto it = noted.find(p.id); it != noted.end())
+            out.push_back({p.id, it->second, p.exit_ms.value_or(INT64_MAX)});
     return out;
 }
 
@@ -298,13 +304,13 @@ Series series(const RecordingData& data, const SeriesQuery& q, std::vector<TickT
                      ? tick_sums(
                            data.fast, selected, q,
                            [f](const FastSample& s, std::int64_t) { return fast_figure(s, f); },
-                           tops, unreadable_spans(data, "fast"))
+                           tops, unreadable_spans(data, "fast", data.fast))
                      : tick_sums(
                            data.rollup, selected, q,
                            [carry = RollupCarry(f)](const RollupSample& s, std::int64_t t) mutable {
                                return carry.next(t, s).kb;
                            },
-                           tops, unreadable_spans(data, "rollup"));
+                           tops, unreadable_spans(data, "rollup", data.rollup));
     } else if (source == FigureSource::cgroup) {
         points = direct(data.cgroup, q, [f](const CgroupSample& s) { return cgroup_figure(s, f); });
     } else {

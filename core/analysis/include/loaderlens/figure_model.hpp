@@ -85,7 +85,8 @@ class FigureModel {
     const std::vector<FileTick>& file_ticks(const std::string& path) const;
     // Every file seen mapped, in path order.
     std::vector<std::string> files() const;
-    // The tick with the largest sum of the figure (empty: never seen mapped).
+    // The tick with the largest sum of the figure (empty: never seen mapped); Σ PSS from pagemap
+    // ticks where the residency tier follows the file (smaps is read process after process).
     std::optional<FileTick> file_total_peak(const std::string& path, FileFigure figure) const;
 
     // Each process's rows of the fast and rollup tables, as indices in time order: one pass over
