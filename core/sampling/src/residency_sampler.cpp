@@ -232,6 +232,10 @@ bool ResidencySampler::follow_replaced_requests() {
     for (const std::string& path : paths) {
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue; // gone: keep
+        // A file the recorder may stat but not read (another user's: its directory is
+        // searchable) stays the unidentified file it was, with its reason: taking its stat()
+        // identity made a new file of size 0 at every run.
+        if (::access(path.c_str(), R_OK) != 0) continue;
         const FileKey now{static_cast<std::uint64_t>(st.st_dev),
                           static_cast<std::uint64_t>(st.st_ino)};
         bool current = false;
