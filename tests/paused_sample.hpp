@@ -101,6 +101,19 @@ class PausedTree {
     PausedTree(const PausedTree&) = delete;
     PausedTree& operator=(const PausedTree&) = delete;
     const std::set<pid_t>& processes() const { return stopped_; }
+    // Whether the tree stands still: each process stopped (T), a zombie or gone. One that was
+    // exiting when it was sent SIGSTOP is none of these (R or D in do_exit): it tears its memory
+    // down while the recorder and the test read the tree, and its sharers' PSS moves with it.
+    bool still() const {
+        for (pid_t pid : stopped_) {
+            auto stat = read_whole("/proc/" + std::to_string(pid) + "/stat");
+            if (!stat) continue;
+            const auto close = stat->rfind(')');
+            const char state = close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+            if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
+        }
+        return true;
+    }
 
   private:
     std::set<pid_t> stopped_;

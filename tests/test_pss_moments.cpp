@@ -69,11 +69,20 @@ BOOST_AUTO_TEST_CASE(sum_of_pss_within_1_percent_of_smaps_rollup_at_20_moments,
     BOOST_REQUIRE_MESSAGE(paused::descendants(record.pid()).size() >= 1 + workers,
                           "the workers did not start");
     std::vector<Moment> seen;
+    // A moment at which a worker was exiting is no moment the test controls (its memory goes
+    // while the recorder and the test read: a clean-clone run under load saw "processes recorded
+    // 2, alive 1" and Σ PSS 40% apart): it is taken again, at most as many times more.
+    int unsettled = 0;
     for (int i = 0; i < moments; ++i) {
         // Spread over the epochs (births, copy-on-write, exits); not a synchronisation.
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         paused::PausedTree paused(record.pid());
         BOOST_REQUIRE_MESSAGE(!paused.processes().empty(), "the job ended early");
+        if (!paused.still() && unsettled < moments) {
+            ++unsettled;
+            --i;
+            continue;
+        }
         Moment m{.marker = "moment " + std::to_string(i)};
         BOOST_REQUIRE_MESSAGE(paused::acknowledged_sample(db, m.marker),
                               "no acknowledged sample for " << m.marker);
