@@ -37,4 +37,15 @@ std::optional<SmapsOfFile> smaps_of_file(pid_t pid, std::uint64_t inode) {
     return out;
 }
 
+std::optional<std::int64_t> rollup_pss_kb(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+    std::string name;
+    std::int64_t kb = 0;
+    while (in >> name) {
+        if (name == "Pss:" && in >> kb) return kb;
+        in.ignore(1 << 12, '\n');
+    }
+    return std::nullopt;
+}
+
 } // namespace loaderlens::test

@@ -18,4 +18,8 @@ struct SmapsOfFile {
 // (or its smaps cannot be read).
 std::optional<SmapsOfFile> smaps_of_file(pid_t pid, std::uint64_t inode);
 
+// The Pss line of /proc/PID/smaps_rollup; nothing for a process that is gone or a zombie (no
+// address space).
+std::optional<std::int64_t> rollup_pss_kb(pid_t pid);
+
 } // namespace loaderlens::test

@@ -8,6 +8,7 @@
 #include "loaderlens/recording.hpp"
 #include "paused_sample.hpp"
 #include "precondition.hpp"
+#include "smaps_oracle.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -24,19 +25,6 @@ namespace {
 const std::string python = "/usr/bin/python3"; // Debian's, with Debian's numpy and torch
 const std::string script = std::string(LOADERLENS_FIXTURES_DIR) + "/../pytorch/pss_moments.py";
 constexpr int moments = 20, workers = 3;
-
-// The Pss line of smaps_rollup, read here (no code of loaderlens); nothing for a process that
-// is gone or a zombie (no address space).
-std::optional<std::int64_t> rollup_pss_kb(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-    std::string name;
-    std::int64_t kb = 0;
-    while (in >> name) {
-        if (name == "Pss:" && in >> kb) return kb;
-        in.ignore(1 << 12, '\n');
-    }
-    return std::nullopt;
-}
 
 struct Moment {
     std::string marker;

@@ -3,6 +3,7 @@
 // never longer than its bound. The oracle is /proc/PID/smaps_rollup's Pss line read here.
 #include "loaderlens/rollup_sampler.hpp"
 #include "residency_children.hpp"
+#include "smaps_oracle.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fstream>
@@ -17,15 +18,9 @@ using namespace loaderlens::test::residency;
 namespace {
 
 std::int64_t kernel_pss_kb(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-    std::string name;
-    std::int64_t kb = 0;
-    while (in >> name) {
-        if (name == "Pss:" && in >> kb) return kb;
-        in.ignore(1 << 12, '\n');
-    }
-    BOOST_FAIL("no Pss in smaps_rollup of " << pid);
-    return -1;
+    const auto kb = rollup_pss_kb(pid);
+    if (!kb) BOOST_FAIL("no Pss in smaps_rollup of " << pid);
+    return kb.value_or(-1);
 }
 
 const RollupSample& of(const std::vector<RollupSample>& samples, std::int64_t id) {
