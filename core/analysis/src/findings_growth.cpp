@@ -185,7 +185,9 @@ void persistent_file_growth(const Context& c, std::vector<Finding>& out) {
     }
 }
 
-// A process's RSS of the data files: its last (first) reading of each in [from_ms, to_ms].
+// A process's RSS of the data files: its last reading of each in [from_ms, to_ms] that still held
+// pages of it (a worker's last reading often falls in its exit, the file already unmapped: 2 of
+// 12 torch runs under load), or its first reading.
 std::optional<std::int64_t> data_file_rss(const Context& c, const std::set<std::string>& files,
                                           std::int64_t process_id, std::int64_t from_ms,
                                           std::int64_t to_ms, bool last) {
@@ -193,20 +195,24 @@ std::optional<std::int64_t> data_file_rss(const Context& c, const std::set<std::
     for (const std::string& path : c.rows.files_of(process_id)) {
         if (!files.contains(path)) continue;
         const FigurePoints& points = c.rows.file_points(process_id, path, FileFigure::rss);
-        const auto point = last ? FigureModel::last_in(points, from_ms, to_ms)
-                                : FigureModel::first_in(points, from_ms, to_ms);
+        std::optional<FigurePoint> point;
+        if (last) // what it held before it let go: a reading during its exit sees nothing mapped
+            for (auto it = points.rbegin(); it != points.rend() && !point; ++it)
+                if (it->t_ms >= from_ms && it->t_ms <= to_ms && it->kb > 0) point = *it;
+        if (!last) point = FigureModel::first_in(points, from_ms, to_ms);
         if (point) sum = saturating_add(sum.value_or(0), point->kb);
     }
     return sum;
 }
 
 void generation_reset(const Context& c, std::vector<Finding>& out) {
-    // Consecutive generations of a slot that both mapped the data files, the earlier one ending
-    // with at least the noise of them. A re-forked worker starts without any of a file mapping's
-    // pages (fork copies no page tables of a mapping without anonymous pages), so the drop is what
-    // the earlier one ended with; its first reading, whenever the tiers got to it (under load up
-    // to a second later, and the finding then came and went between identical runs), is
-    // evidence only. Libraries and the interpreter are mapped by every generation alike.
+    // Consecutive generations of a slot, the earlier one ending with at least the noise of the
+    // data files. A re-forked worker starts without any of a file mapping's pages (fork copies no
+    // page tables of a mapping without anonymous pages), so the drop is what the earlier one
+    // ended with. The later one's first reading, whenever the tiers got to it, is evidence only:
+    // under load a short-lived last generation exits before the maps tier reaches it, and
+    // requiring that reading made the finding come and go between identical runs. Libraries and
+    // the interpreter are mapped by every generation alike.
     const std::set<std::string> files = data_files(c.data);
     std::map<int, std::vector<const ProcessInfo*>> slots;
     for (const ProcessInfo& p : c.data.processes)
@@ -224,15 +230,17 @@ void generation_reset(const Context& c, std::vector<Finding>& out) {
                                            before.exit_ms.value_or(INT64_MAX), true);
             const auto start = data_file_rss(c, files, after.id, after.birth_ms,
                                              after.exit_ms.value_or(INT64_MAX), false);
-            if (!end || !start || *end < thresholds::growth_noise_kb) continue;
+            if (!end || *end < thresholds::growth_noise_kb) continue;
             drops = saturating_add(drops, *end);
             ++count;
             ids.push_back(after.id);
             if (evidence.size() < 4)
                 evidence.push_back(fmt::format(
                     "worker {}: generation {} ended with {} of the data files mapped; generation "
-                    "{} started without them ({} at its first reading)",
-                    slot, before.generation, size_text(*end), after.generation, size_text(*start)));
+                    "{} started without them ({})",
+                    slot, before.generation, size_text(*end), after.generation,
+                    start ? size_text(*start) + " at its first reading"
+                          : std::string("not read before it exited")));
         }
     }
     if (count == 0) return;
