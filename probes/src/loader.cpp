@@ -337,9 +337,17 @@ LoaderSummary Loader::run() {
         if (fork) start_workers(epoch, generation);
         const std::int64_t start_boot_ns = boottime_now_ns();
         events_.marker("epoch " + std::to_string(epoch) + " start", start_boot_ns);
-        if (workers_ > 0 && !fork)
+        if (workers_ > 0 && !fork) {
             pool_->new_epoch();
-        else if (workers_ == 0 && o_.reopen_each_epoch && epoch > 0)
+            // Where the workers have epoch-start work, a sample of them after it and before the
+            // first batch: the moment an epoch starts low again with --reopen-each-epoch (the
+            // start marker's sample races with the workers' reopening). Not an epoch marker.
+            if (epoch > 0 && (o_.reopen_each_epoch || o_.leak_mib_per_epoch > 0)) {
+                const std::int64_t ready_ns = boottime_now_ns();
+                events_.marker("workers ready for epoch " + std::to_string(epoch), ready_ns);
+                events_.wait_until_sampled(ready_ns);
+            }
+        } else if (workers_ == 0 && o_.reopen_each_epoch && epoch > 0)
             reader_.reopen();
         summary_.epochs.push_back(run_epoch(epoch, generation, start_boot_ns));
         // Let the recorder take its epoch-end sample first: of workers about to exit, and of

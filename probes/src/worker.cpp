@@ -87,9 +87,13 @@ int worker_main(const WorkerContext& context) {
         samples.resize(static_cast<std::size_t>(std::max(task.samples, 0)));
         if (!read_all(context.task_fd, samples.data(), samples.size() * sizeof(Sample))) break;
         try {
-            if (task.batch_number < 0) { // a new epoch
+            if (task.batch_number < 0) { // a new epoch: its start work, then say it is done
                 if (context.reopen_each_epoch) context.reader->reopen();
                 leak(context);
+                TaskResult ready{};
+                ready.batch_number = -1;
+                ready.worker = context.worker;
+                if (!write_all(context.result_fd, &ready, sizeof ready)) return 1;
                 continue;
             }
             std::byte* out =

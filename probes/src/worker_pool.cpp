@@ -111,6 +111,10 @@ void WorkerPool::send(int worker, const TaskHeader& header, const std::vector<Sa
 void WorkerPool::new_epoch() {
     for (int w = 0; w < count_; ++w)
         send(w, TaskHeader{-1, -1, 0}, {});
+    // As PyTorch's persistent workers answer _ResumeIteration, each says when its epoch-start
+    // work is done; the previous epoch's results were all taken, so nothing else is in the pipe.
+    for (int ready = 0; ready < count_;)
+        if (receive().batch_number == -1) ++ready;
 }
 
 void WorkerPool::check_alive() {

@@ -22,7 +22,7 @@ class WorkerPool {
     // Forks the workers; returns their PIDs in worker order.
     std::vector<pid_t> start();
     void send(int worker, const TaskHeader& header, const std::vector<Sample>& samples);
-    // Tells every worker a new epoch begins.
+    // Tells every worker a new epoch begins and waits until each has done its epoch-start work.
     void new_epoch();
     // The next result from any worker. Throws LoaderError when a worker failed or died,
     // DatasetError when it found the dataset damaged.
