@@ -92,16 +92,27 @@ FilePeaks file_peaks(const RecordingData& data, const FigureModel& model,
     FilePeaks out;
     // The figure model's complete per-tick sums of each file (a maps tick: smaps; a residency
     // tick: pagemap), added up over the matched files at each tick of one source.
-    std::map<std::pair<std::int64_t, Reading>, std::pair<std::int64_t, Kib>> sums; // rss, pss
+    // A tick's Σ PSS counts only where the model stands by every matched file's (pss_counts: the
+    // file peaks of `check` and of the report are one figure).
+    struct Sum {
+        std::int64_t rss = 0;
+        Kib pss;
+        bool pss_refused = false;
+    };
+    std::map<std::pair<std::int64_t, Reading>, Sum> sums;
     std::vector<std::string> mapped;
     for (const std::string& path : model.files()) {
         if (!matches(path)) continue;
         for (const FigureModel::FileTick& tick : model.file_ticks(path)) {
             if (tick.t_ms < from_ms) continue;
             mapped.push_back(path);
-            auto& [rss, pss] = sums[{tick.t_ms, tick.source}];
-            rss = saturating_add(rss, tick.rss_kb);
-            if (tick.pss_kb) pss = saturating_add(pss.value_or(0), *tick.pss_kb);
+            Sum& sum = sums[{tick.t_ms, tick.source}];
+            sum.rss = saturating_add(sum.rss, tick.rss_kb);
+            if (!tick.pss_kb) continue;
+            if (model.pss_counts(path, tick))
+                sum.pss = saturating_add(sum.pss.value_or(0), *tick.pss_kb);
+            else
+                sum.pss_refused = true;
         }
         for (const ProcessInfo& p : data.processes)
             for (const FigurePoint& point : model.file_points(p.id, path, FileFigure::rss))
@@ -113,8 +124,8 @@ FilePeaks file_peaks(const RecordingData& data, const FigureModel& model,
                 }
     }
     for (const auto& [tick, sum] : sums) {
-        offer(out.rss, sum.first, tick.first);
-        if (sum.second) offer(out.pss, *sum.second, tick.first);
+        offer(out.rss, sum.rss, tick.first);
+        if (sum.pss && !sum.pss_refused) offer(out.pss, *sum.pss, tick.first);
     }
     out.rss.where = out.pss.where = joined(mapped);
 

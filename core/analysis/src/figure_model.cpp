@@ -94,8 +94,11 @@ FigureModel::FigureModel(const RecordingData& data) : data_(data) {
         std::stable_sort(
             points.begin(), points.end(),
             [](const FigurePoint& a, const FigurePoint& b) { return a.t_ms < b.t_ms; });
-    for (auto& [key, tick] : sums)
+    for (auto& [key, tick] : sums) {
+        if (tick.source == Reading::pagemap && tick.pss_kb)
+            pss_from_pagemap_.insert(std::get<0>(key));
         file_ticks_[std::get<0>(key)].push_back(std::move(tick));
+    }
 }
 
 template <bool Last>
@@ -191,24 +194,25 @@ std::vector<std::string> FigureModel::files() const {
 
 std::optional<FigureModel::FileTick> FigureModel::file_total_peak(const std::string& path,
                                                                   FileFigure figure) const {
-    const std::vector<FileTick>& ticks = file_ticks(path);
+    std::optional<FileTick> peak;
+    auto value = [figure](const FileTick& tick) {
+        return figure == FileFigure::rss ? Kib(tick.rss_kb) : tick.pss_kb;
+    };
+    for (const FileTick& tick : file_ticks(path)) {
+        if (figure == FileFigure::pss && !pss_counts(path, tick)) continue;
+        if (value(tick) && (!peak || *value(tick) > *value(*peak))) peak = tick;
+    }
+    return peak;
+}
+
+bool FigureModel::pss_counts(const std::string& path, const FileTick& tick) const {
     // A file's Σ PSS from pagemap is consistent by construction (every process's present pages
     // from one run, each page divided among those that have it); smaps is read process after
     // process, and while workers fault pages in a page counted as shared by k in one and by k + 1
     // in the next makes the sum too large (+26% seen on a loaded CI machine). Where pagemap
     // follows the file, its Σ PSS is the one.
-    const bool pagemap = std::any_of(ticks.begin(), ticks.end(), [](const FileTick& tick) {
-        return tick.source == Reading::pagemap && tick.pss_kb;
-    });
-    std::optional<FileTick> peak;
-    auto value = [figure](const FileTick& tick) {
-        return figure == FileFigure::rss ? Kib(tick.rss_kb) : tick.pss_kb;
-    };
-    for (const FileTick& tick : ticks) {
-        if (figure == FileFigure::pss && pagemap && tick.source != Reading::pagemap) continue;
-        if (value(tick) && (!peak || *value(tick) > *value(*peak))) peak = tick;
-    }
-    return peak;
+    if (!tick.pss_kb) return false;
+    return tick.source == Reading::pagemap || !pss_from_pagemap_.contains(path);
 }
 
 } // namespace loaderlens

@@ -24,12 +24,22 @@ struct Run {
     std::optional<std::int64_t> start_unix_ms;
     bool live = false;
     std::int64_t last_sample_ms = -1;
+    // A merged recording's part: its name is a label too. Two parts can share node and SLURM
+    // ids (two runs on one workstation, two steps of a job), and series with one label set
+    // overwrote each other: the export showed one of the parts, unsaid.
+    std::string part;
 };
+
+Labels run_labels(const Run& run) {
+    Labels labels = recording_labels(run.meta);
+    if (!run.part.empty()) labels.emplace_back("part", run.part);
+    return labels;
+}
 
 class Exporter {
   public:
     Exporter(MetricSet& set, const Run& run, bool timestamps)
-        : set_(set), run_(run), timestamps_(timestamps), base_(recording_labels(run.meta)) {}
+        : set_(set), run_(run), timestamps_(timestamps), base_(run_labels(run)) {}
 
     void all() {
         recording();
@@ -290,7 +300,7 @@ void export_openmetrics(const Recording& recording, std::ostream& out,
                       part_report ? &part_report->report.processes : nullptr,
                       part.start_unix_ns > 0 ? std::optional(part.start_unix_ns / 1'000'000)
                                              : std::nullopt,
-                      false, part.last_sample_ms});
+                      false, part.last_sample_ms, part.name});
         }
     } else {
         write(

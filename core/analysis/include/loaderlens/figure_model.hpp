@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -88,6 +89,9 @@ class FigureModel {
     // The tick with the largest sum of the figure (empty: never seen mapped); Σ PSS from pagemap
     // ticks where the residency tier follows the file (smaps is read process after process).
     std::optional<FileTick> file_total_peak(const std::string& path, FileFigure figure) const;
+    // Whether the model stands by this tick's Σ PSS of the file: not a smaps tick where pagemap
+    // follows the file (the rule file_total_peak applies, for every consumer of the sums).
+    bool pss_counts(const std::string& path, const FileTick& tick) const;
 
     // Each process's rows of the fast and rollup tables, as indices in time order: one pass over
     // the tables instead of one per slot and figure.
@@ -102,6 +106,7 @@ class FigureModel {
     std::map<FileKey, FigurePoints> file_points_;
     std::map<std::string, std::vector<FileTick>> file_ticks_;
     std::map<std::string, std::int64_t> file_sizes_;
+    std::set<std::string> pss_from_pagemap_; // files with a pagemap tick that has a Σ PSS
 };
 
 } // namespace loaderlens
