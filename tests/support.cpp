@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "support.hpp"
 
+#include "made_recordings.hpp"
+
 #include <boost/test/unit_test.hpp>
 #include <cerrno>
 #include <csignal>
@@ -44,6 +46,7 @@ TempDir::TempDir() {
     path_ = pattern;
 }
 TempDir::~TempDir() {
+    check_recordings_made_under(path_.string());
     std::error_code ignored;
     fs::remove_all(path_, ignored);
 }
@@ -62,7 +65,7 @@ void make_file(const std::string& path, std::size_t bytes) {
 }
 
 Child::Child(const std::vector<std::string>& argv, bool own_process_group)
-    : own_process_group_(own_process_group) {
+    : own_process_group_(own_process_group), recording_(recording_written_by(argv)) {
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     pid_ = fork();
@@ -113,6 +116,7 @@ std::optional<int> Child::wait(milliseconds timeout) {
         int status = 0;
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
             reaped_ = true;
+            if (recording_) recording_made(*recording_);
             return status;
         }
         std::this_thread::sleep_for(milliseconds(10));
@@ -152,6 +156,7 @@ RunResult run(const std::vector<std::string>& argv, milliseconds timeout) {
     };
     result.out = slurp(out_path);
     result.err = slurp(err_path);
+    if (const auto recording = recording_written_by(argv)) recording_made(*recording);
     return result;
 }
 

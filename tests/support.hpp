@@ -46,6 +46,7 @@ class Child {
     int stdout_fd_ = -1;
     bool own_process_group_ = true;
     bool reaped_ = false;
+    std::optional<std::string> recording_; // what it writes, if it is a recording command
     std::string output_;
     std::size_t consumed_ = 0;
 };

@@ -151,8 +151,9 @@ BOOST_AUTO_TEST_CASE(cpu_over_the_interval_against_stat) {
     const pid_t spinner_pid = fork();
     if (spinner_pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (volatile unsigned long i = 0;; i = i + 1) {
-        }
+        volatile unsigned long spins = 0;
+        for (;;)
+            spins = spins + 1;
     }
     ForkGuard spinner(spinner_pid);
     // Busy for a while before the listing, so that CPU time since the start is not the same

@@ -156,8 +156,8 @@ BOOST_AUTO_TEST_CASE(composite_pss_follows_the_data_files_and_the_bound_brings_t
             // was not seen until the bound: 256-768 KiB missed).
             for (const auto& [child, kib] : {std::pair{0, 8192}, std::pair{1, 512}}) {
                 tell(children, static_cast<std::size_t>(child), "anon " + std::to_string(kib));
-                const auto rows = sample();
-                const auto& row = rows[static_cast<std::size_t>(child)];
+                const auto moved = sample();
+                const auto& row = moved[static_cast<std::size_t>(child)];
                 BOOST_TEST(!row.pss_computed.has_value());
                 BOOST_TEST(row.age_ms == 0);
                 check_close(row.pss.value_or(-1),

@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(a_reader_leaves_a_damaged_wal_as_it_is) {
             fs::copy_file(out, copy);
             fs::copy_file(out + "-wal", copy + "-wal");
             fs::resize_file(copy + "-wal", size);
-            for (const std::vector<std::string> reader :
+            for (const std::vector<std::string>& reader :
                  {std::vector<std::string>{"report"}, {"report", "--json"}, {"export"}}) {
                 std::vector<std::string> argv{cli_path()};
                 argv.insert(argv.end(), reader.begin(), reader.end());
@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(a_reader_creates_nothing_beside_a_copy) {
     for (const fs::path& shelf : {alone, rollback}) {
         BOOST_TEST_CONTEXT(shelf.filename()) {
             const auto before = files_in(shelf);
-            for (const std::vector<std::string> reader :
+            for (const std::vector<std::string>& reader :
                  {std::vector<std::string>{"report"}, {"report", "--json"}, {"export"}}) {
                 std::vector<std::string> argv{cli_path()};
                 argv.insert(argv.end(), reader.begin(), reader.end());
