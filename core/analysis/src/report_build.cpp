@@ -198,17 +198,13 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
             }
         r.tiers.push_back(summary);
     }
-    // Left out of Σ PSS/USS: processes with a rollup problem and not one PSS figure (a kernel
-    // that only lacks Pss_Anon still gives PSS, and such a process is counted in the sums).
-    std::set<std::int64_t> unreadable, maps_unreadable;
-    for (const auto& [t, u] : r.unavailable) {
-        auto it = index.find(u.process_id);
-        if (u.tier == "rollup" && it != index.end() && !r.processes[it->second].pss.value)
-            unreadable.insert(u.process_id);
+    // Left out of Σ PSS/USS: the processes that make a tick of the sums partial, as series()
+    // marks it (one rule: the export's partial ticks and this count agree).
+    std::set<std::int64_t> maps_unreadable;
+    for (const auto& [t, u] : r.unavailable)
         if (u.tier == "maps" && maps_unreadable.insert(u.process_id).second)
             r.files_unavailable.push_back(u);
-    }
-    r.totals.rollup_unreadable = static_cast<int>(unreadable.size());
+    r.totals.rollup_unreadable = static_cast<int>(pss_unreadable_processes(data).size());
     r.residency = summarize_residency(
         data, r.processes, report_meta_number(input, "loader.data_file_cached_pages_before"));
     r.diagnosis = diagnose(data, r, options);

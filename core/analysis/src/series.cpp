@@ -153,6 +153,22 @@ std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_
     return out;
 }
 
+} // namespace
+
+std::vector<std::int64_t> pss_unreadable_processes(const RecordingData& data) {
+    std::vector<std::int64_t> out;
+    for (const Unreadable& u : unreadable_spans(data, "rollup", data.rollup)) {
+        const bool lived_through_a_tick =
+            std::any_of(data.rollup.begin(), data.rollup.end(), [&](const auto& row) {
+                return u.from_ms <= row.t_ms && row.t_ms <= u.to_ms;
+            });
+        if (lived_through_a_tick) out.push_back(u.process_id);
+    }
+    return out;
+}
+
+namespace {
+
 // Per-process rows grouped by tick (one tier run's rows share a t_ms and are contiguous): the sum
 // over the selected processes at each tick in range. `get` sees every row in order (it may keep
 // state); a selected process noted unreadable makes a tick it lived through without a value of

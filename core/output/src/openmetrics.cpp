@@ -222,7 +222,7 @@ class Exporter {
     // pages and PSS. A run that read the file's page cache but has no row of any process mapping
     // it (they exited or unmapped it) holds none of it: 0, not the last run's figures.
     void files() {
-        struct Run {
+        struct TickRun {
             std::optional<std::int64_t> cached_pages;
             bool mapped = false;
             std::int64_t present_pages = 0;
@@ -236,11 +236,11 @@ class Exporter {
             auto it = latest.find(id);
             return it == latest.end() ? id : it->second;
         };
-        std::map<std::int64_t, std::map<std::int64_t, Run>> runs; // file, t
+        std::map<std::int64_t, std::map<std::int64_t, TickRun>> runs; // file, t
         for (const auto& [t, c] : run_.data.cache_residency)
             runs[file_of(c.file_id)][t].cached_pages = c.totals.cached;
         for (const auto& [t, m] : run_.data.mapped_residency) {
-            Run& r = runs[file_of(m.file_id)][t];
+            TickRun& r = runs[file_of(m.file_id)][t];
             r.mapped = true;
             r.present_pages = saturating_add(r.present_pages, m.present_pages);
             if (m.pss_kb) r.pss = saturating_add(r.pss.value_or(0), *m.pss_kb);

@@ -50,8 +50,8 @@ void append_cache(std::string& out, const FileResidencySummary& s) {
                        percent(s.final_cached.value_or(0), pages),
                        s.time_to_90_ms ? "cached at " + seconds(*s.time_to_90_ms)
                                        : std::string("never reached"));
-    auto at_least = [](const std::optional<std::int64_t>& pages) {
-        return pages ? std::to_string(*pages) : std::string("n/a");
+    auto at_least = [](const std::optional<std::int64_t>& count) {
+        return count ? std::to_string(*count) : std::string("n/a");
     };
     if (s.file.method == CacheMethod::cachestat)
         out +=

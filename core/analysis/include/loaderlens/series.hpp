@@ -104,6 +104,12 @@ struct TickTop {
 Series series(const RecordingData& data, const SeriesQuery& query,
               std::vector<TickTop>* tops = nullptr);
 
+// The processes that make some tick of Σ PSS and Σ USS partial: noted unreadable by the rollup
+// tier, never read by it, and alive at a rollup tick after the note. The report's count of
+// unreadable processes is this one (a process whose read failed as it died, with no tick
+// after, leaves every sum complete).
+std::vector<std::int64_t> pss_unreadable_processes(const RecordingData& data);
+
 // A rollup figure of one process after another in time order. A composite row (its PSS computed
 // at the sample, the rest a kept reading) has no clean/dirty split: for USS, Private_Dirty and the
 // like it gives the process's last reading of the figure, carried, with its age at this row.
