@@ -68,31 +68,23 @@ inline std::int64_t boot_ns() {
     return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-// Stops every process below `root` (again until no new one appears: a process may fork while
-// the others are being stopped) and lets them go on when it goes.
+// Stops every process below `root` and lets them go on when it goes. Until no new one appears
+// once all are seen stopped: SIGSTOP is asynchronous, and a process sent it in the middle of
+// fork() stops only after the fork, its child not in the listing taken before (a run under load
+// recorded 4 processes where the test had paused 3, Σ PSS 17% apart).
 class PausedTree {
   public:
     explicit PausedTree(pid_t root) {
         for (int round = 0; round < 20; ++round) {
-            const std::set<pid_t> now = descendants(root);
             bool grew = false;
-            for (pid_t pid : now)
+            for (pid_t pid : descendants(root))
                 if (stopped_.insert(pid).second) {
                     ::kill(pid, SIGSTOP);
                     grew = true;
                 }
             if (!grew) break;
+            wait_stopped();
         }
-        // SIGSTOP is asynchronous: wait until each is seen stopped (state T) or gone.
-        for (pid_t pid : stopped_)
-            for (int i = 0; i < 2000; ++i) {
-                auto stat = read_whole("/proc/" + std::to_string(pid) + "/stat");
-                if (!stat) break;
-                const auto close = stat->rfind(')');
-                const char state = close + 2 < stat->size() ? (*stat)[close + 2] : '?';
-                if (state == 'T' || state == 't' || state == 'Z' || state == 'X') break;
-                std::this_thread::sleep_for(std::chrono::microseconds(500));
-            }
     }
     ~PausedTree() {
         for (pid_t pid : stopped_)
@@ -116,6 +108,18 @@ class PausedTree {
     }
 
   private:
+    // Until each is seen stopped (state T), a zombie or gone.
+    void wait_stopped() const {
+        for (pid_t pid : stopped_)
+            for (int i = 0; i < 2000; ++i) {
+                auto stat = read_whole("/proc/" + std::to_string(pid) + "/stat");
+                if (!stat) break;
+                const auto close = stat->rfind(')');
+                const char state = close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+                if (state == 'T' || state == 't' || state == 'Z' || state == 'X') break;
+                std::this_thread::sleep_for(std::chrono::microseconds(500));
+            }
+    }
     std::set<pid_t> stopped_;
 };
 

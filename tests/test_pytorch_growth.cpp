@@ -118,7 +118,10 @@ void check_persistent(const Job& job) {
                                 line.find("(flat)") != std::string::npos);
         sized = sized || line.find(size) != std::string::npos;
     }
-    BOOST_TEST(pss_flat, "no evidence line says the PSS stayed flat");
+    std::string evidence;
+    for (const std::string& line : f.evidence)
+        evidence += "\n  " + line;
+    BOOST_TEST(pss_flat, "no evidence line says the PSS stayed flat:" << evidence);
     BOOST_TEST(sized, "no evidence line says '" << size << "'");
     require_none(job.report, "anon_leak");
 }
