@@ -13,6 +13,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -105,11 +106,21 @@ BOOST_AUTO_TEST_CASE(sum_of_pss_within_1_percent_of_smaps_rollup_at_20_moments,
                 }
             BOOST_REQUIRE(sample_t >= 0);
             std::map<pid_t, std::int64_t> recorded;
+            std::string each; // per process: recorded (how) vs the test's reading
             for (const auto& row : all.rollup) {
                 if (row.t_ms != sample_t || !row.sample.pss) continue;
-                recorded[pid_of.at(row.sample.process_id)] = *row.sample.pss;
+                const pid_t pid = pid_of.at(row.sample.process_id);
+                recorded[pid] = *row.sample.pss;
                 ++rows;
                 kept_rows += row.sample.age_ms > 0;
+                const auto oracle = m.pss_kb.find(pid);
+                each += fmt::format(" pid {}: {} ({}, {} ms old) vs {};", pid, *row.sample.pss,
+                                    row.sample.pss_computed ? "composite"
+                                    : row.sample.age_ms > 0 ? "kept"
+                                                            : "read",
+                                    row.sample.age_ms,
+                                    oracle == m.pss_kb.end() ? std::string("-")
+                                                             : std::to_string(oracle->second));
             }
             std::int64_t sum_recorded = 0, sum_oracle = 0;
             for (const auto& [pid, kb] : recorded)
@@ -126,7 +137,7 @@ BOOST_AUTO_TEST_CASE(sum_of_pss_within_1_percent_of_smaps_rollup_at_20_moments,
                                         << " KiB, " << error * 100 << "%");
             BOOST_TEST(std::abs(error) <= 0.01, "Σ PSS recorded " << sum_recorded
                                                                   << " KiB, smaps_rollup "
-                                                                  << sum_oracle << " KiB");
+                                                                  << sum_oracle << " KiB:" << each);
         }
     }
     BOOST_TEST_MESSAGE("worst |error| " << worst * 100 << "%, " << kept_rows << " of " << rows

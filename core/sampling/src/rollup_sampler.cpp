@@ -106,12 +106,23 @@ std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State&
     const auto step = stillness_.step(info.key);
     if (!step || step->now.resident < 0 || step->before.resident < 0) return everything;
     const auto faults = static_cast<std::int64_t>(step->now.faults - step->before.faults);
+    const auto major =
+        static_cast<std::int64_t>(step->now.major_faults - step->before.major_faults);
     const std::int64_t resident_kb = (step->now.resident - step->before.resident) * kib_per_page();
-    // The followed files' pages explain up to one fault per page they grew by (fault-around maps
-    // up to 16 per fault) and the resident pages' move with them.
+    // The followed files' pages explain the resident pages' move with them, and the fewest faults
+    // that can have mapped them: a major fault (a page read in) maps at least one, a minor fault
+    // of a cached file page up to 16 (fault-around: fault_around_bytes, 64 KiB by default).
+    // Copy-on-write faults are minor. Allowing one minor fault per page, as before, hid them
+    // behind a file being faulted in: a torch job's workers broke 17 MiB of shared pages in
+    // 350 ms unseen and their composite Σ PSS was 5.1% under smaps_rollup's. Where fault-around
+    // maps fewer pages, the rest count as movement and the process is read afresh.
+    constexpr std::int64_t fault_around_pages = 16;
     const std::int64_t share_kb =
         share && state.share_rss_kb >= 0 ? share->rss_kb - state.share_rss_kb : 0;
-    const std::int64_t explained_faults = std::max<std::int64_t>(0, share_kb) / kib_per_page();
+    const std::int64_t grown_pages = std::max<std::int64_t>(0, share_kb) / kib_per_page();
+    const std::int64_t read_in = std::min(std::max<std::int64_t>(0, major), grown_pages);
+    const std::int64_t explained_faults =
+        read_in + (grown_pages - read_in + fault_around_pages - 1) / fault_around_pages;
     return std::max<std::int64_t>(0, faults - explained_faults) * kib_per_page() +
            std::abs(resident_kb - share_kb);
 }

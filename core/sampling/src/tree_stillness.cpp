@@ -36,6 +36,7 @@ TreeStillness::Movement TreeStillness::read(const ProcessInfo& info, State& stat
     m.resident = statm->resident_pages;
     m.shared = statm->shared_pages;
     m.faults = stat->minor_faults + stat->major_faults;
+    m.major_faults = stat->major_faults;
     return m;
 }
 

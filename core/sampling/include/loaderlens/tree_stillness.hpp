@@ -36,6 +36,7 @@ class TreeStillness {
     struct Movement {
         std::int64_t resident = -1, shared = -1; // statm pages; -1: unreadable
         std::uint64_t faults = 0;                // minor + major
+        std::uint64_t major_faults = 0;          // of which major (a page read in: file or swap)
         bool operator==(const Movement&) const = default;
     };
     // A process's movement between the last two looks: resident pages and faults at the one
