@@ -4,7 +4,6 @@
 // worker's per-file figures at each epoch's end. The oracle is this test's own reading of
 // /proc/PID/smaps, made when it sees the "epoch E end" line appear in the markers file, with the
 // workers stopped (SIGSTOP) while it reads so that none exits under it.
-#include "consumers_agree.hpp"
 #include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "residency_support.hpp"
@@ -187,8 +186,6 @@ BOOST_AUTO_TEST_CASE(a_reforked_replay_records_per_file_figures_at_each_epoch_en
         oracle = watcher.seen();
     }
     BOOST_REQUIRE_EQUAL(oracle.size(), 3u); // three epoch ends seen
-
-    check_consumers_agree(db);
 
     Recording recording(db);
     const RecordingData all = recording.read_all();

@@ -4,7 +4,6 @@
 // opened before fork is one open file description (one flock in /proc/locks) where workers that
 // open their own hold one each; and the findings of scenarios 13 and 14 in a replay's report,
 // each with a control where it must not appear.
-#include "consumers_agree.hpp"
 #include "finding_support.hpp"
 #include "hdf5_support.hpp"
 #include "loaderlens/report.hpp"
@@ -97,7 +96,6 @@ Held held_after_an_epoch(const TempDir& dir, const std::string& data, const std:
 ReportData replayed(const TempDir& dir, const std::string& name, std::vector<std::string> args) {
     args.insert(args.begin(), {"--workers", "2", "--batch", "8", "--step-time", "5ms"});
     replay(dir.file(name), args);
-    check_consumers_agree(dir.file(name));
     Recording recording(dir.file(name));
     return build_report(recording);
 }

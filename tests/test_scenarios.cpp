@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The memory scenarios of ../shared/notes/scenarios.md, reproduced with `loaderlens replay` on
 // small generated datasets, and checked against what the kernel must report.
-#include "consumers_agree.hpp"
 #include "loaderlens/loader_run.hpp"
 #include "loaderlens/report.hpp"
 #include "replay_support.hpp"
@@ -57,7 +56,6 @@ BOOST_AUTO_TEST_CASE(npy_mmap_shuffle_shares_the_page_cache) {
     replay(out, {data, "--workers", "4", "--batch", "8", "--pattern", "shuffle", "--step-time",
                  "30ms", "--persistent", "--epoch-pause", "1000ms", "--interval", "maps=250ms",
                  "residency=250ms", "--cpu-budget", "30%"});
-    check_consumers_agree(out);
     Recording recording(out);
     const std::int64_t file_kb = static_cast<std::int64_t>(std::filesystem::file_size(data)) / 1024;
     const std::int64_t sample_bytes = 3 * 64 * 64 * 4;
@@ -167,7 +165,6 @@ BOOST_AUTO_TEST_CASE(lmdb_persistent_workers_grow_each_epoch_reforked_ones_start
     const std::string persistent_out = dir.file("persistent.db");
     replay(persistent_out, args);
     {
-        check_consumers_agree(persistent_out);
         Recording recording(persistent_out);
         const std::int64_t object = object_id_of(recording, "/data.mdb");
         BOOST_REQUIRE(object > 0);
@@ -190,7 +187,6 @@ BOOST_AUTO_TEST_CASE(lmdb_persistent_workers_grow_each_epoch_reforked_ones_start
     }
     const std::string reforked_out = dir.file("reforked.db");
     replay(reforked_out, common);
-    check_consumers_agree(reforked_out);
     Recording recording(reforked_out);
     const std::int64_t object = object_id_of(recording, "/data.mdb");
     const auto workers = workers_of(recording); // by generation, then slot
@@ -226,7 +222,6 @@ BOOST_AUTO_TEST_CASE(lmdb_reopen_each_epoch_resets_persistent_workers) {
                  "--epoch-pause", "700ms", "--interval", "maps=200ms", "--cpu-budget", "30%",
                  "--persistent", "--reopen-each-epoch"});
     // clang-format on
-    check_consumers_agree(out);
     Recording recording(out);
     const std::int64_t object = object_id_of(recording, "/data.mdb");
     const auto workers = workers_of(recording);
@@ -290,7 +285,6 @@ BOOST_AUTO_TEST_CASE(cow_heap_turns_shared_pages_private_without_moving_rss) {
                  "rollup=100ms",
                  "--cpu-budget",
                  "50%"});
-    check_consumers_agree(out);
     Recording recording(out);
     const auto rollup = recording.rollup();
     for (const auto& worker : workers_of(recording)) {
@@ -318,7 +312,6 @@ BOOST_AUTO_TEST_CASE(shared_memory_batches_scale_with_workers_and_prefetch) {
         const std::string out = dir.file("run" + std::to_string(workers) + ".db");
         replay(out, {data, "--workers", std::to_string(workers), "--prefetch",
                      std::to_string(prefetch), "--batch", "16", "--step-time", "30ms"});
-        check_consumers_agree(out);
         Recording recording(out);
         const std::int64_t ring_kb = workers * prefetch * batch_kb;
         const auto main = main_of(recording);
@@ -352,7 +345,6 @@ BOOST_AUTO_TEST_CASE(pinned_staging_is_locked_in_main) {
     mkdata({"npy", data, "--count", "1024", "--shape", "4096", "--dtype", "f4"});
     replay(out, {data, "--workers", "2", "--prefetch", "2", "--batch", "16", "--pin", "--step-time",
                  "30ms", "--interval", "rollup=200ms"});
-    check_consumers_agree(out);
     Recording recording(out);
     const std::int64_t staging_kb = 2 * 2 * 16 * 16, ring_kb = staging_kb;
     const auto main = main_of(recording);
