@@ -133,28 +133,9 @@ Kib system_figure(const SystemSample& s, Figure f) {
 // lived through is partial, not complete. A process read at some sample is not one: a gap of a
 // readable process (a read failing as it exits) is no unknown memory, and the report counts as
 // unreadable only those with no reading at all (TreeTotals::rollup_unreadable).
-// In a merged recording only a tick of its own part (node): the other parts' processes were
-// never the recorder's to read there.
 struct Unreadable {
     std::int64_t process_id = 0, from_ms = 0, to_ms = INT64_MAX;
-    int part = 0;
 };
-
-// Each process's part, in a merged recording; empty otherwise.
-std::unordered_map<std::int64_t, int> parts_of(const RecordingData& data) {
-    std::unordered_map<std::int64_t, int> out;
-    const bool merged = std::any_of(data.processes.begin(), data.processes.end(),
-                                    [](const ProcessInfo& p) { return p.part != 0; });
-    if (merged)
-        for (const ProcessInfo& p : data.processes)
-            out[p.id] = p.part;
-    return out;
-}
-
-int part_of(const std::unordered_map<std::int64_t, int>& parts, std::int64_t process_id) {
-    const auto it = parts.find(process_id);
-    return it == parts.end() ? 0 : it->second;
-}
 
 template <typename Row>
 std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_view tier,
@@ -168,7 +149,7 @@ std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_
     std::vector<Unreadable> out;
     for (const ProcessInfo& p : data.processes)
         if (auto it = noted.find(p.id); it != noted.end())
-            out.push_back({p.id, it->second, p.exit_ms.value_or(INT64_MAX), p.part});
+            out.push_back({p.id, it->second, p.exit_ms.value_or(INT64_MAX)});
     return out;
 }
 
@@ -176,12 +157,10 @@ std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_
 
 std::vector<std::int64_t> pss_unreadable_processes(const RecordingData& data) {
     std::vector<std::int64_t> out;
-    const auto parts = parts_of(data);
     for (const Unreadable& u : unreadable_spans(data, "rollup", data.rollup)) {
         const bool lived_through_a_tick =
             std::any_of(data.rollup.begin(), data.rollup.end(), [&](const auto& row) {
-                return u.from_ms <= row.t_ms && row.t_ms <= u.to_ms &&
-                       part_of(parts, row.sample.process_id) == u.part;
+                return u.from_ms <= row.t_ms && row.t_ms <= u.to_ms;
             });
         if (lived_through_a_tick) out.push_back(u.process_id);
     }
@@ -198,13 +177,11 @@ template <typename Row, typename Get>
 std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
                                    const std::unordered_set<std::int64_t>& selected,
                                    const SeriesQuery& q, Get get, std::vector<TickTop>* tops,
-                                   const std::vector<Unreadable>& unreadable,
-                                   const std::unordered_map<std::int64_t, int>& parts) {
+                                   const std::vector<Unreadable>& unreadable) {
     // The whole tree: every row counts, no lookup per row (a 1 h x 32-worker report sums 1.2 M).
     const bool whole_tree = q.selector.kind == Selector::Kind::tree;
     std::vector<SeriesPoint> out;
     std::vector<std::int64_t> valued; // processes with a value at this tick
-    std::vector<int> tick_parts;      // the parts its rows are of (merged recordings)
     std::size_t i = 0;
     while (i < rows.size()) {
         const std::int64_t t = rows[i].t_ms;
@@ -212,10 +189,8 @@ std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
         TickTop top;
         bool any = false;
         valued.clear();
-        tick_parts.clear();
         for (; i < rows.size() && rows[i].t_ms == t; ++i) {
             const Kib value = get(rows[i].sample, t);
-            if (!parts.empty()) tick_parts.push_back(part_of(parts, rows[i].sample.process_id));
             if (t < q.from_ms || t > q.to_ms ||
                 (!whole_tree && !selected.contains(rows[i].sample.process_id)))
                 continue;
@@ -231,8 +206,6 @@ std::vector<SeriesPoint> tick_sums(const std::vector<Timed<Row>>& rows,
         if (!any) continue;
         for (const Unreadable& u : unreadable)
             if (u.from_ms <= t && t <= u.to_ms && (whole_tree || selected.contains(u.process_id)) &&
-                (parts.empty() ||
-                 std::find(tick_parts.begin(), tick_parts.end(), u.part) != tick_parts.end()) &&
                 std::find(valued.begin(), valued.end(), u.process_id) == valued.end())
                 point.partial = true;
         point.min = point.max = point.value;
@@ -340,7 +313,6 @@ Series series(const RecordingData& data, const SeriesQuery& q, std::vector<TickT
     const FigureSource source = source_of(f);
     if (source == FigureSource::fast || source == FigureSource::rollup) {
         std::unordered_set<std::int64_t> selected;
-        const auto parts = parts_of(data);
         if (q.selector.kind != Selector::Kind::tree)
             for (const ProcessInfo& p : data.processes)
                 if (q.selector.selects(p)) selected.insert(p.id);
@@ -348,13 +320,13 @@ Series series(const RecordingData& data, const SeriesQuery& q, std::vector<TickT
                      ? tick_sums(
                            data.fast, selected, q,
                            [f](const FastSample& s, std::int64_t) { return fast_figure(s, f); },
-                           tops, unreadable_spans(data, "fast", data.fast), parts)
+                           tops, unreadable_spans(data, "fast", data.fast))
                      : tick_sums(
                            data.rollup, selected, q,
                            [carry = RollupCarry(f)](const RollupSample& s, std::int64_t t) mutable {
                                return carry.next(t, s).kb;
                            },
-                           tops, unreadable_spans(data, "rollup", data.rollup), parts);
+                           tops, unreadable_spans(data, "rollup", data.rollup));
     } else if (source == FigureSource::cgroup) {
         points = direct(data.cgroup, q, [f](const CgroupSample& s) { return cgroup_figure(s, f); });
     } else {
