@@ -19,6 +19,7 @@ struct Outputs {
     std::vector<MetricLine> metrics;
     std::string check;
     bool report_limit = false; // `report --mem-limit` was given
+    bool merged = false;       // a merged recording (its job-level sums)
 };
 
 // Runs a CLI command and requires exit 0; its stdout.
