@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,7 +231,8 @@ void openmetrics_against(const Outputs& o, Compare& c) {
            to_text(findings));
 }
 
-std::string budget_for(const json& r, const ConsumersAgreeOptions& options) {
+std::string budget_for(const json& r, const ConsumersAgreeOptions& options,
+                       const std::vector<json>& parts) {
     std::string out = "[check]\n";
     if (!options.mem_limit.empty()) out += "mem_limit = \"" + options.mem_limit + "\"\n";
     // min_margin must be a size above 0: a view over its limit fails that rule (exit 3), which
@@ -242,10 +244,16 @@ std::string budget_for(const json& r, const ConsumersAgreeOptions& options) {
         out += fmt::format("[[process]]\nrole = \"{}\"\nrss = \"1000TiB\"\npss = \"1000TiB\"\n"
                            "uss = \"1000TiB\"\n",
                            role);
-    for (const json& f : r["files"])
-        if (!is_shared_library(f["path"]))
-            out += "[[file]]\npath = \"" + f["path"].get<std::string>() +
-                   "\"\nrss = \"1000TiB\"\npss = \"1000TiB\"\n";
+    std::set<std::string> files;
+    auto add_files = [&](const json& report) {
+        for (const json& f : report["files"])
+            if (!is_shared_library(f["path"]) && files.insert(f["path"]).second)
+                out += "[[file]]\npath = \"" + f["path"].get<std::string>() +
+                       "\"\nrss = \"1000TiB\"\npss = \"1000TiB\"\n";
+    };
+    add_files(r);
+    for (const json& part : parts)
+        add_files(part);
     return out;
 }
 

@@ -29,8 +29,10 @@ void text_against_json(const Outputs& o, Compare& c);
 void export_json_against_report(const Outputs& o, Compare& c);
 void csv_against(const Outputs& o, Compare& c);
 void openmetrics_against(const Outputs& o, Compare& c);
-// A budget with a rule for every figure `check` shares with the report, all far above.
-std::string budget_for(const json& r, const ConsumersAgreeOptions& options);
+// A budget with a rule for every figure `check` shares with the report (and with the reports of a
+// merged recording's `parts`: their files), all far above.
+std::string budget_for(const json& r, const ConsumersAgreeOptions& options,
+                       const std::vector<json>& parts = {});
 void check_against(const Outputs& o, Compare& c);
 
 // A merged recording (report --json has "merged"): its job totals and parts tables against the

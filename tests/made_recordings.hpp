@@ -24,14 +24,4 @@ void recording_made(const std::string& recording);
 // destructor calls it; never throws).
 void check_recordings_made_under(const std::string& dir) noexcept;
 
-// While one lives, recordings made are not checked: for a test that makes many recordings that
-// only differ in what it damages (the fuzz suites), or measures its own duration.
-class ConsumersCheckOff {
-  public:
-    ConsumersCheckOff();
-    ~ConsumersCheckOff();
-    ConsumersCheckOff(const ConsumersCheckOff&) = delete;
-    ConsumersCheckOff& operator=(const ConsumersCheckOff&) = delete;
-};
-
 } // namespace loaderlens::test
