@@ -70,6 +70,40 @@ std::optional<std::int64_t> meta_number(const RecordingData& data, const std::st
     return value;
 }
 
+namespace {
+// Drops each of `fields` whose value is not of its kind.
+void keep_typed(
+    nlohmann::json& object,
+    std::initializer_list<std::pair<const char*, bool (nlohmann::json::*)() const noexcept>>
+        fields) {
+    for (const auto& [key, is_kind] : fields)
+        if (object.contains(key) && !(object[key].*is_kind)()) object.erase(key);
+}
+} // namespace
+
+nlohmann::json loader_config(const RecordingData& data) {
+    if (data.loader.config_json.empty()) return nlohmann::json::object();
+    auto config = nlohmann::json::parse(data.loader.config_json, nullptr, false);
+    if (!config.is_object()) return nlohmann::json::object();
+    using J = nlohmann::json;
+    keep_typed(config, {{"read", &J::is_string},
+                        {"dataset", &J::is_string},
+                        {"lmdb_open", &J::is_string},
+                        {"workers", &J::is_number},
+                        {"prefetch", &J::is_number},
+                        {"pin_staging_bytes", &J::is_number},
+                        {"batch_ring_bytes", &J::is_number},
+                        {"hdf5", &J::is_object}});
+    if (config.contains("hdf5"))
+        keep_typed(config["hdf5"], {{"open", &J::is_string},
+                                    {"storage", &J::is_string},
+                                    {"chunk_cache_bytes", &J::is_number},
+                                    {"chunk_bytes", &J::is_number},
+                                    {"filters", &J::is_array},
+                                    {"chunk_cache_default", &J::is_boolean}});
+    return config;
+}
+
 } // namespace diagnosis
 
 namespace {

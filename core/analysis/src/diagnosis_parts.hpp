@@ -8,6 +8,7 @@
 #include "loaderlens/figure_model.hpp"
 #include "loaderlens/report.hpp"
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -76,5 +77,9 @@ void hdf5_findings(const Context& context, std::vector<Finding>& out);
 std::string size_text(std::int64_t kb);
 // A whole number in meta (SLURM writes memory in MiB, a bare number; "M" is accepted too).
 std::optional<std::int64_t> meta_number(const RecordingData& data, const std::string& key);
+// The reference loader's configuration (its config event): an object, empty when there is none.
+// A field the analysis reads is kept only with the type the loader writes: a damaged recording's
+// "read": [] stopped `report` with a JSON type error (fuzz_recordings).
+nlohmann::json loader_config(const RecordingData& data);
 
 } // namespace loaderlens::diagnosis

@@ -21,12 +21,6 @@ constexpr double outside_workers_max_mapped_share = 0.01;
 // Chunk caches worth a line: their sum over the workers at least this.
 constexpr std::int64_t chunk_cache_total_min_kb = 16 * 1024;
 
-nlohmann::json loader_config(const Context& c) {
-    if (c.data.loader.config_json.empty()) return nullptr;
-    auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
-    return config.is_object() ? config : nlohmann::json(nullptr);
-}
-
 std::vector<std::int64_t> worker_ids(const Context& c) {
     std::vector<std::int64_t> ids;
     for (const ProcessSummary& p : c.report.processes)
@@ -193,7 +187,7 @@ void page_cache_outside_workers(const Context& c, const nlohmann::json& config,
 } // namespace
 
 void hdf5_findings(const Context& context, std::vector<Finding>& out) {
-    const nlohmann::json config = loader_config(context);
+    const nlohmann::json config = loader_config(context.data);
     if (config.is_object() && config.contains("hdf5") && config["hdf5"].is_object()) {
         hdf5_before_fork(context, config, out);
         chunk_cache_per_worker(context, config, out);

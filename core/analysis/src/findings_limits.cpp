@@ -37,14 +37,8 @@ std::optional<MainPeak> main_peak(const Context& c, Figure figure) {
     return best;
 }
 
-nlohmann::json loader_config(const Context& c) {
-    if (c.data.loader.config_json.empty()) return nlohmann::json::object();
-    auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
-    return config.is_object() ? config : nlohmann::json::object();
-}
-
 void batches_in_main(const Context& c, std::vector<Finding>& out) {
-    const auto config = loader_config(c);
+    const auto config = loader_config(c.data);
     const auto locked = main_peak(c, Figure::locked);
     const auto shmem = main_peak(c, Figure::rss_shmem);
     // Pinned staging is shared memory too: the loader says how much; else what is locked.

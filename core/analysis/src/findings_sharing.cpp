@@ -222,11 +222,7 @@ void readahead_amplification(const Context& c, std::vector<Finding>& out) {
 void lmdb_before_fork(const Context& c, std::vector<Finding>& out) {
     // The loader says so; else a data.mdb that main maps and workers map too (a worker that opened
     // its own environment maps it, but main then does not).
-    bool from_config = false;
-    if (!c.data.loader.config_json.empty()) {
-        const auto config = nlohmann::json::parse(c.data.loader.config_json, nullptr, false);
-        from_config = config.is_object() && config.value("lmdb_open", "") == "parent";
-    }
+    const bool from_config = loader_config(c.data).value("lmdb_open", "") == "parent";
     // Main must still map it once workers exist: a job that built its database in main and
     // closed it before starting the loader mapped it too, before any worker was born.
     std::optional<std::int64_t> first_worker_ms;
