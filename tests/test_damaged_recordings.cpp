@@ -196,6 +196,13 @@ BOOST_AUTO_TEST_CASE(loader_config_nested_too_deep_is_damage) {
                                 deep + "')"));
     BOOST_TEST(report["loader"]["config"]["extra"].dump() == nested);
     BOOST_TEST(report["meta"]["note"] == deep);
+    // Fields of another type than the loader writes are left out of the findings, never a JSON
+    // type error (a fuzz seed: "read": []).
+    const json typed = report_json(damaged(
+        dir, "typed.db",
+        "UPDATE meta SET value=json_set(value, '$.read', json('[]'), '$.workers', 'x', '$.hdf5', "
+        "3, '$.lmdb_open', json('{}')) WHERE key='loader.config'"));
+    BOOST_TEST(typed["loader"]["config"]["read"].is_array());
 }
 
 // D8: the sample tables were read by position (SELECT *): a table with its columns in another
