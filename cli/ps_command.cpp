@@ -60,7 +60,7 @@ std::optional<std::size_t> output_width(bool wide) {
 // 812K, 81.5M, 812M, 3.2G: six columns at most.
 std::string human_kib(const Kib& kib) {
     if (!kib) return "-";
-    char text[16];
+    char text[32]; // room for any long long and a suffix
     const double value = static_cast<double>(*kib);
     if (*kib < 1024)
         std::snprintf(text, sizeof text, "%lldK", static_cast<long long>(*kib));
