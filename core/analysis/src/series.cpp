@@ -157,12 +157,22 @@ std::vector<Unreadable> unreadable_spans(const RecordingData& data, std::string_
 
 std::vector<std::int64_t> pss_unreadable_processes(const RecordingData& data) {
     std::vector<std::int64_t> out;
+    auto note = [&](std::int64_t process_id) {
+        if (std::find(out.begin(), out.end(), process_id) == out.end()) out.push_back(process_id);
+    };
     for (const Unreadable& u : unreadable_spans(data, "rollup", data.rollup)) {
         const bool lived_through_a_tick =
             std::any_of(data.rollup.begin(), data.rollup.end(), [&](const auto& row) {
                 return u.from_ms <= row.t_ms && row.t_ms <= u.to_ms;
             });
-        if (lived_through_a_tick) out.push_back(u.process_id);
+        if (lived_through_a_tick) note(u.process_id);
+    }
+    // A row without the figure (and no reading to carry): the series' own rule, RollupCarry.
+    RollupCarry pss(Figure::pss), uss(Figure::uss);
+    for (const auto& [t, row] : data.rollup) {
+        const bool pss_missing = !pss.next(t, row).kb;
+        const bool uss_missing = !uss.next(t, row).kb;
+        if (pss_missing || uss_missing) note(row.process_id);
     }
     return out;
 }

@@ -104,10 +104,11 @@ struct TickTop {
 Series series(const RecordingData& data, const SeriesQuery& query,
               std::vector<TickTop>* tops = nullptr);
 
-// The processes that make some tick of Σ PSS and Σ USS partial: noted unreadable by the rollup
-// tier, never read by it, and alive at a rollup tick after the note. The report's count of
-// unreadable processes is this one (a process whose read failed as it died, with no tick
-// after, leaves every sum complete).
+// The processes that make some tick of Σ PSS or Σ USS partial: noted unreadable by the rollup
+// tier, never read by it, and alive at a rollup tick after the note; or with a rollup row that
+// lacks the figure and has no reading to carry (RollupCarry). The report's count of unreadable
+// processes is this one (a process whose read failed as it died, with no tick after, leaves
+// every sum complete).
 std::vector<std::int64_t> pss_unreadable_processes(const RecordingData& data);
 
 // A rollup figure of one process after another in time order. A composite row (its PSS computed
