@@ -2,6 +2,7 @@
 #include "loaderlens/check_report.hpp"
 
 #include "loaderlens/figure_text.hpp"
+#include "loaderlens/one_line.hpp"
 
 #include <fmt/format.h>
 
@@ -58,8 +59,8 @@ std::string summary(const CheckRun& run) {
     std::string out = fmt::format(
         "check: {} rule{}, {} passed, {} failed{} ({} against {}; warm-up: {})", rules.size(),
         rules.size() == 1 ? "" : "s", static_cast<int>(rules.size()) - failed - skipped, failed,
-        skipped ? fmt::format(", {} skipped", skipped) : "", run.recording, against,
-        run.outcome.warmup_note);
+        skipped ? fmt::format(", {} skipped", skipped) : "", one_line(run.recording),
+        one_line(against), run.outcome.warmup_note);
     if (run.command_failure) out += "\ncheck: the command " + *run.command_failure;
     return out + "\n";
 }
@@ -105,12 +106,13 @@ std::string render_check_text(const CheckRun& run) {
     std::string out;
     std::size_t group_width = 5, name_width = 4;
     for (const RuleResult& r : run.outcome.rules) {
-        group_width = std::max(group_width, r.group.size());
-        name_width = std::max(name_width, r.name.size());
+        group_width = std::max(group_width, one_line(r.group).size());
+        name_width = std::max(name_width, one_line(r.name).size());
     }
     for (const RuleResult& r : run.outcome.rules)
-        out += fmt::format("{:<5} {:<{}}  {:<{}}  {}\n", verdict(r, run.skip_unavailable), r.group,
-                           group_width, r.name, name_width, rule_line(r));
+        out += fmt::format("{:<5} {:<{}}  {:<{}}  {}\n", verdict(r, run.skip_unavailable),
+                           one_line(r.group), group_width, one_line(r.name), name_width,
+                           one_line(rule_line(r)));
     return out + summary(run);
 }
 

@@ -3,6 +3,7 @@
 // counts against the limit, the findings' evidence, the slots over time as sparklines, and the
 // epochs with each slot's growth.
 #include "loaderlens/figure_text.hpp"
+#include "loaderlens/one_line.hpp"
 #include "report_format.hpp"
 
 #include <algorithm>
@@ -104,7 +105,7 @@ void append_verdict(std::string& out, const ReportData& r) {
     if (d.findings.empty())
         out += "  nothing found: no rule of docs/findings.md matched this recording\n";
     for (const Finding& f : d.findings)
-        out += fmt::format("  [{}] {}\n", to_string(f.severity), f.title);
+        out += fmt::format("  [{}] {}\n", to_string(f.severity), one_line(f.title));
     out += "\n";
     append_schedulers(out, d);
     out += "\n";
@@ -116,10 +117,11 @@ void append_findings(std::string& out, const ReportData& r) {
     out += "Findings\n";
     int n = 0;
     for (const Finding& f : d.findings) {
-        out += fmt::format("  {}. [{}] {}  ({})\n", ++n, to_string(f.severity), f.title, f.kind);
+        out += fmt::format("  {}. [{}] {}  ({})\n", ++n, to_string(f.severity), one_line(f.title),
+                           f.kind);
         for (const std::string& e : f.evidence)
-            out += "       - " + e + "\n";
-        out += "       -> " + f.advice + "\n";
+            out += "       - " + one_line(e) + "\n";
+        out += "       -> " + one_line(f.advice) + "\n";
     }
     out += "\n";
 }

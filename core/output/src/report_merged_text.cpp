@@ -3,6 +3,7 @@
 // part with each scheduler view's peak and margin, the job's totals, and where each part's own
 // report is (`report --part NAME`).
 #include "loaderlens/merged_report.hpp"
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
 
@@ -70,7 +71,7 @@ void append_merged(std::string& out, const ReportData& r) {
         auto it = r.meta.find(key);
         return it == r.meta.end() ? std::string() : it->second;
     };
-    out += fmt::format("loaderlens report: {}\n", r.path);
+    out += fmt::format("loaderlens report: {}\n", one_line(r.path));
     const std::string job = meta("slurm_job_id");
     out += fmt::format("  merged     a merge of {} recording{}{} by loaderlens merge, {} from the "
                        "first start to the last end\n",
@@ -97,8 +98,8 @@ void append_merged(std::string& out, const ReportData& r) {
     for (const PartReport& p : m.parts) {
         const auto& findings = p.report.diagnosis.findings;
         if (findings.empty()) continue;
-        out += fmt::format("  {}: [{}] {}{}\n", p.part.name, to_string(findings.front().severity),
-                           findings.front().title,
+        out += fmt::format("  {}: [{}] {}{}\n", one_line(p.part.name),
+                           to_string(findings.front().severity), one_line(findings.front().title),
                            findings.size() > 1
                                ? fmt::format(" (and {} more finding{})", findings.size() - 1,
                                              findings.size() == 2 ? "" : "s")

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The text report's residency section: per followed file, the page cache over the run, each
 // process's present pages, and for a replay the loader's reads against both.
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
 
@@ -38,7 +39,7 @@ std::string share(const std::optional<double>& fraction) {
 void append_cache(std::string& out, const FileResidencySummary& s) {
     const std::int64_t pages = s.file.layout.file_pages;
     if (s.file.method == CacheMethod::unavailable) {
-        out += fmt::format("      cache    unavailable: {}\n", s.file.unavailable_reason);
+        out += fmt::format("      cache    unavailable: {}\n", one_line(s.file.unavailable_reason));
         return;
     }
     if (s.samples == 0) {
@@ -108,8 +109,9 @@ void append_residency(std::string& out, const ReportData& r) {
             s.file.identified() ? fmt::format("{}, {} buckets of {}", kib(s.file.size_bytes / 1024),
                                               s.file.layout.count, kib(bucket_bytes / 1024))
                                 : std::string("size n/a"); // never opened: no size, no buckets
-        out += fmt::format("  {}  ({}, {}{})\n", s.file.path, shape, to_string(s.file.method),
-                           s.file.requested ? ", followed on request" : "");
+        out +=
+            fmt::format("  {}  ({}, {}{})\n", one_line(s.file.path), shape,
+                        to_string(s.file.method), s.file.requested ? ", followed on request" : "");
         append_cache(out, s);
         std::int32_t outside = 0, unreadable = 0;
         for (const auto& per : s.processes) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "json_util.hpp"
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/report.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
@@ -38,7 +39,7 @@ std::string peak(const Peak& p) {
 
 std::string meta(const ReportData& r, const std::string& key, const std::string& fallback = "?") {
     auto it = r.meta.find(key);
-    return it == r.meta.end() ? fallback : it->second;
+    return it == r.meta.end() ? fallback : one_line(it->second);
 }
 
 std::string start_time(const ReportData& r) {
@@ -114,7 +115,7 @@ void append_header(std::string& out, const ReportData& r) {
                             ? "NOT FINISHED (still being written)"
                             : "NOT FINISHED (cut: the recorder stopped without finishing)";
     out +=
-        fmt::format("loaderlens report: {}{}\n", r.path,
+        fmt::format("loaderlens report: {}{}\n", one_line(r.path),
                     r.part.empty() ? ""
                                    : ", part " + r.part +
                                          " of a merged recording (times on the part's own clock)");
@@ -173,7 +174,7 @@ void append_totals(std::string& out, const ReportData& r) {
     if (!t.cgroup_version.empty())
         out += fmt::format("  cgroup  {:<26} {} {} ({}): everything in that cgroup, page cache "
                            "charged to it included\n",
-                           peak(t.cgroup_usage), t.cgroup_version, t.cgroup_path, limit);
+                           peak(t.cgroup_usage), t.cgroup_version, one_line(t.cgroup_path), limit);
     else
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
     if (const auto& c = r.diagnosis.cgroup_at_peak)
@@ -250,7 +251,7 @@ void append_files(std::string& out, const ReportData& r) {
         const auto n = r.files_unavailable.size();
         out += fmt::format("  {}: smaps of {} process{} could not be read ({}){}\n",
                            r.files.empty() ? "unavailable" : "partial", n, n == 1 ? "" : "es",
-                           r.files_unavailable.front().reason,
+                           one_line(r.files_unavailable.front().reason),
                            r.files.empty() ? "" : "; what they mapped is left out");
     } else if (r.files.empty()) {
         out += "  none above the --maps-min-size threshold\n";
@@ -268,7 +269,7 @@ void append_files(std::string& out, const ReportData& r) {
         }
         std::string size =
             f.object.size_bytes ? kib(*f.object.size_bytes / 1024) : std::string("size n/a");
-        out += fmt::format("  {}  ({}{})\n", f.object.path, size,
+        out += fmt::format("  {}  ({}{})\n", one_line(f.object.path), size,
                            f.object.kind == MappingKind::deleted_file ? ", deleted" : "");
         out +=
             fmt::format("      tree: Σ RSS {}, Σ PSS {}\n", peak(f.total_rss), peak(f.total_pss));
@@ -329,7 +330,8 @@ void append_loader(std::string& out, const ReportData& r) {
                                : r.end.state == RecordingEnd::State::being_written
                                    ? "running (epochs so far)"
                                    : "unknown";
-    out += fmt::format("  status    {}{}\n", status, run.message.empty() ? "" : ": " + run.message);
+    out += fmt::format("  status    {}{}\n", status,
+                       run.message.empty() ? "" : ": " + one_line(run.message));
     out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
            "READ\n";
     for (const LoaderEpoch& e : run.epochs) {
@@ -346,7 +348,7 @@ void append_rest(std::string& out, const ReportData& r) {
     if (!r.markers.empty()) {
         out += "Markers\n";
         for (const auto& m : r.markers)
-            out += fmt::format("  {:>9}  {}\n", seconds(m.t_ms), m.text);
+            out += fmt::format("  {:>9}  {}\n", seconds(m.t_ms), one_line(m.text));
         out += "\n";
     }
     if (!r.unavailable.empty()) {
@@ -355,7 +357,7 @@ void append_rest(std::string& out, const ReportData& r) {
             const ProcessInfo* p = find_process(r.processes, u.process_id);
             out += fmt::format("  {:>9}  {} {}: {}\n", seconds(t), u.tier,
                                p ? fmt::format("pid {}", p->key.pid) : std::string("(tree)"),
-                               u.reason);
+                               one_line(u.reason));
         }
         out += "\n";
     }
