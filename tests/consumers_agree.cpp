@@ -4,6 +4,7 @@
 #include "consumers_agree_compare.hpp"
 #include "loaderlens/diagnosis.hpp"
 #include "loaderlens/figure_text.hpp"
+#include "loaderlens/one_line.hpp"
 #include "loaderlens/units.hpp"
 #include "support.hpp"
 
@@ -97,7 +98,7 @@ void text_against_json(const Outputs& o, Compare& c) {
         const std::string path = f["path"];
         if (is_shared_library(path)) continue; // one line for all of them
         std::size_t at = 0;
-        while (at < lines.size() && !lines[at].starts_with("  " + path + "  ("))
+        while (at < lines.size() && !lines[at].starts_with("  " + one_line(path) + "  ("))
             ++at;
         c.holds(at + 1 < lines.size(), "report text: no mapped file " + path);
         if (at + 1 >= lines.size()) continue;
@@ -231,6 +232,39 @@ void openmetrics_against(const Outputs& o, Compare& c) {
            to_text(findings));
 }
 
+// A file's rule names it by a glob that matches the path alone: fnmatch's special characters
+// escaped, and each U+FFFD (the report's JSON holds a byte that is not UTF-8 as one) matched by
+// '?', one byte in check's C locale.
+std::string glob_for_path(const std::string& path) {
+    const std::string replacement = "\xef\xbf\xbd";
+    std::string out;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (path.compare(i, replacement.size(), replacement) == 0) {
+            out += '?';
+            i += replacement.size() - 1;
+            continue;
+        }
+        if (std::string_view("*?[\\").find(path[i]) != std::string_view::npos) out += '\\';
+        out += path[i];
+    }
+    return out;
+}
+
+// A TOML basic string: quotes, backslashes and control characters escaped.
+std::string toml_string(const std::string& text) {
+    std::string out = "\"";
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (ch == '"' || ch == '\\')
+            out += std::string("\\") + ch;
+        else if (c < 0x20 || c == 0x7f)
+            out += fmt::format("\\u{:04x}", c);
+        else
+            out += ch;
+    }
+    return out + "\"";
+}
+
 std::string budget_for(const json& r, const ConsumersAgreeOptions& options,
                        const std::vector<json>& parts) {
     std::string out = "[check]\n";
@@ -248,8 +282,8 @@ std::string budget_for(const json& r, const ConsumersAgreeOptions& options,
     auto add_files = [&](const json& report) {
         for (const json& f : report["files"])
             if (!is_shared_library(f["path"]) && files.insert(f["path"]).second)
-                out += "[[file]]\npath = \"" + f["path"].get<std::string>() +
-                       "\"\nrss = \"1000TiB\"\npss = \"1000TiB\"\n";
+                out += "[[file]]\npath = " + toml_string(glob_for_path(f["path"])) +
+                       "\nrss = \"1000TiB\"\npss = \"1000TiB\"\n";
     };
     add_files(r);
     for (const json& part : parts)
@@ -286,10 +320,13 @@ void check_against(const Outputs& o, Compare& c) {
     for (const json& f : r["files"]) {
         const std::string path = f["path"];
         if (is_shared_library(path)) continue;
+        // check names the rule by its pattern, printed as one line (one_line: the text outputs'
+        // rule for names from outside).
+        const std::string rule = one_line(glob_for_path(path));
         c.same("check " + path + " rss vs report file tree Σ RSS",
-               check_measured(lines, path + " rss"), size(f["tree_peak_rss"]["kib"]));
+               check_measured(lines, rule + " rss"), size(f["tree_peak_rss"]["kib"]));
         c.same("check " + path + " pss vs report file tree Σ PSS",
-               check_measured(lines, path + " pss"), size(f["tree_peak_pss"]["kib"]));
+               check_measured(lines, rule + " pss"), size(f["tree_peak_pss"]["kib"]));
     }
 }
 

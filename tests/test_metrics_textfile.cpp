@@ -7,6 +7,7 @@
 #include "loaderlens/live_metrics.hpp"
 #include "loaderlens/openmetrics.hpp"
 #include "loaderlens/recorder.hpp"
+#include "made_recordings.hpp"
 #include "metrics_support.hpp"
 #include "precondition.hpp"
 #include "small_tmpfs.hpp"
@@ -229,6 +230,7 @@ BOOST_AUTO_TEST_CASE(labels_escaped_and_unavailable_figures_left_out) {
         recorder.write(later);
         recorder.finish("finished", 300);
     }
+    recording_made(path);
     std::ostringstream exported;
     export_openmetrics(Recording(path), exported);
     Recording reading(path);

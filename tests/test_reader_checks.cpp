@@ -5,6 +5,7 @@
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/sqlite.hpp"
+#include "made_recordings.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -212,6 +213,7 @@ BOOST_AUTO_TEST_CASE(replay_workers_the_loader_did_not_declare_become_helpers) {
     BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, helper -1 -1, worker 1 0");
     recorder.finish("finished", 200);
     BOOST_TEST(roles(out) == "main -1 -1, worker 0 0, helper -1 -1, worker 1 0");
+    recording_made(out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

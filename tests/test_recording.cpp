@@ -7,6 +7,7 @@
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
+#include "made_recordings.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -68,6 +69,7 @@ std::string finished_recording(const TempDir& dir) {
     Recorder recorder(path, false);
     recorder.write(example_batch());
     recorder.finish("finished", 200);
+    recording_made(path);
     return path;
 }
 
@@ -116,6 +118,7 @@ BOOST_AUTO_TEST_CASE(json_survives_bytes_that_are_not_utf8) {
         recorder.write(batch);
         recorder.finish("finished", 200);
     }
+    recording_made(path);
     Recording rec(path);
     std::string report;
     BOOST_REQUIRE_NO_THROW(report = render_report_json(build_report(rec)));

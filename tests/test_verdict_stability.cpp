@@ -10,6 +10,7 @@
 #include "loaderlens/outside_sharers.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/report.hpp"
+#include "made_recordings.hpp"
 #include "precondition.hpp"
 #include "replay_support.hpp"
 #include "residency_children.hpp"
@@ -339,6 +340,7 @@ BOOST_AUTO_TEST_CASE(an_object_is_code_once_any_mapping_of_it_is_executable) {
         }
         recorder.finish("finished", 300);
     }
+    recording_made(path);
     Recording recording(path);
     std::map<std::string, std::optional<bool>> flags;
     for (const ObjectInfo& o : recording.objects())
