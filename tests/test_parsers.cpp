@@ -4,6 +4,7 @@
 #include "loaderlens/adaptive_interval.hpp"
 #include "loaderlens/fast_sampler.hpp"
 #include "loaderlens/maps_sampler.hpp"
+#include "loaderlens/pagemap.hpp"
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/rollup_sampler.hpp"
 #include "loaderlens/worker_slots.hpp"
@@ -261,6 +262,23 @@ BOOST_AUTO_TEST_CASE(smaps_fields_land_in_their_own_members) {
     BOOST_TEST(anon.swap_kb == 8);
     BOOST_TEST(anon.shared_dirty_kb == 5);
     BOOST_TEST(anon.rss_kb == 2);
+}
+
+// The kernel writes a newline in a mapped file's name as \012 (and nothing else escaped): both
+// parsers of maps text give the name back as it is on disk. (The text as the kernel wrote it for
+// a file named "a\nb.npy": names_from_outside has it from a live process.)
+BOOST_AUTO_TEST_CASE(a_newline_in_a_mapped_name_is_decoded) {
+    const std::string text =
+        "7f0000000000-7f0000001000 r--s 00000000 fe:00 4242   /data/a\\012b.npy\n"
+        "Size: 4 kB\nRss: 4 kB\nPss: 4 kB\n";
+    const auto objects = aggregate_smaps(text, 0);
+    BOOST_REQUIRE_EQUAL(objects.size(), 1u);
+    BOOST_TEST(objects[0].path == "/data/a\nb.npy");
+    const auto mappings = parse_file_mappings(text);
+    BOOST_REQUIRE_EQUAL(mappings.size(), 1u);
+    BOOST_TEST(mappings[0].path == "/data/a\nb.npy");
+    BOOST_TEST(maps_path("/data/plain.npy") == "/data/plain.npy");
+    BOOST_TEST(maps_path("/x\\01") == "/x\\01"); // cut short: as it is
 }
 
 BOOST_AUTO_TEST_CASE(mapping_kinds) {

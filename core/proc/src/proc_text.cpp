@@ -179,6 +179,20 @@ void parse_status_memory(std::string_view text, FastSample& s) {
     parse_kb_fields(text, fields);
 }
 
+std::string maps_path(std::string_view as_shown) {
+    std::string path;
+    path.reserve(as_shown.size());
+    for (std::size_t i = 0; i < as_shown.size(); ++i) {
+        if (as_shown.substr(i, 4) == "\\012") {
+            path += '\n';
+            i += 3;
+        } else {
+            path += as_shown[i];
+        }
+    }
+    return path;
+}
+
 MappingKind classify_mapping(std::string_view path) {
     if (path.empty()) return MappingKind::anon;
     if (path == "[heap]") return MappingKind::heap;

@@ -79,13 +79,14 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
             bool named = kind == MappingKind::file || kind == MappingKind::deleted_file ||
                          kind == MappingKind::shmem;
             key.assign(to_string(kind));
-            if (named) key.append(":").append(std::to_string(inode)).append(":").append(path);
+            const std::string decoded = named ? maps_path(path) : std::string();
+            if (named) key.append(":").append(std::to_string(inode)).append(":").append(decoded);
             auto [it, inserted] = objects.try_emplace(key);
             current = &it->second;
             if (inserted) {
                 current->kind = kind;
                 if (named) {
-                    current->path = std::string(path);
+                    current->path = decoded;
                     current->inode = inode;
                 }
             }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/pagemap.hpp"
 
+#include "loaderlens/proc_text.hpp"
+
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
@@ -81,7 +83,7 @@ std::vector<FileMapping> parse_file_mappings(std::string_view text) {
         m.device = makedev(static_cast<unsigned>(major), static_cast<unsigned>(minor));
         m.executable = perms[2] == 'x';
         m.shared = perms[3] == 's';
-        m.path = std::string(path);
+        m.path = maps_path(path);
         out.push_back(std::move(m));
     }
     return out;

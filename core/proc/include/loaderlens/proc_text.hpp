@@ -62,4 +62,9 @@ void parse_status_memory(std::string_view text, FastSample& sample);
 // Classifies a mapping by its pathname column in /proc/PID/maps or smaps.
 MappingKind classify_mapping(std::string_view pathname);
 
+// A pathname as /proc/PID/maps and smaps show it, decoded: the kernel writes a newline in a name
+// as \012 and escapes nothing else (seq_file_path with "\n"), so a name that holds the text
+// \012 itself reads as a newline too: the kernel writes both alike.
+std::string maps_path(std::string_view as_shown);
+
 } // namespace loaderlens
