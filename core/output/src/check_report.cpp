@@ -3,6 +3,7 @@
 
 #include "loaderlens/figure_text.hpp"
 #include "loaderlens/one_line.hpp"
+#include "loaderlens/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -66,36 +67,46 @@ std::string summary(const CheckRun& run) {
 }
 
 // XML 1.0 cannot hold control characters other than tab, newline and carriage return, not even
-// as character references: they become U+FFFD.
+// as character references: they become U+FFFD, as bytes that are not UTF-8 do (utf8_step; an XML
+// reader refuses a file that is not well-formed UTF-8).
 std::string xml_text(const std::string& text, bool attribute) {
     std::string out;
-    for (char c : text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const Utf8Step step = utf8_step(text, i);
+        const char c = text[i];
         const auto u = static_cast<unsigned char>(c);
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += attribute ? "&quot;" : "\"";
-            break;
-        case '\n':
-            out += attribute ? "&#10;" : "\n";
-            break; // a raw newline in an attribute is read as a space
-        case '\t':
-            out += attribute ? "&#9;" : "\t";
-            break;
-        default:
-            if (u < 0x20 || u == 0x7f)
-                out += "\xEF\xBF\xBD";
-            else
-                out += c;
+        if (!step.well_formed) {
+            out += replacement_character;
+        } else if (step.length > 1) {
+            out.append(text, i, step.length);
+        } else {
+            switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += attribute ? "&quot;" : "\"";
+                break;
+            case '\n':
+                out += attribute ? "&#10;" : "\n";
+                break; // a raw newline in an attribute is read as a space
+            case '\t':
+                out += attribute ? "&#9;" : "\t";
+                break;
+            default:
+                if (u < 0x20 || u == 0x7f)
+                    out += replacement_character;
+                else
+                    out += c;
+            }
         }
+        i += step.length;
     }
     return out;
 }

@@ -203,7 +203,7 @@ void append_totals(std::string& out, const ReportData& r) {
             out += fmt::format("       {:>10} {:>4.0f}%  {}\n", kib(g.gap_kb),
                                100.0 * static_cast<double>(g.gap_kb) /
                                    static_cast<double>(*d.gap_total_kb),
-                               g.cause == "file" ? g.what : g.cause + ": " + g.what);
+                               one_line(g.cause == "file" ? g.what : g.cause + ": " + g.what));
     }
     out += "\n";
 }
