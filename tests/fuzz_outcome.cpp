@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "fuzz_outcome.hpp"
 
+#include "support.hpp"
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -173,9 +175,8 @@ std::optional<std::string> judge_outcome(const FuzzCommand& command, const Comma
         return "exit " + std::to_string(code) + " with " + std::to_string(lines) +
                " lines on stderr, not exactly one" + err;
     if (!command.names.empty() &&
-        std::none_of(command.names.begin(), command.names.end(), [&](const std::string& name) {
-            return end.err.find(name) != std::string::npos;
-        }))
+        std::none_of(command.names.begin(), command.names.end(),
+                     [&](const std::string& name) { return mentions(end.err, name); }))
         return "exit " + std::to_string(code) + ": the error line does not name the input (" +
                command.names.front() + ")" + err;
     return std::nullopt;

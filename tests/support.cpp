@@ -4,6 +4,7 @@
 #include "made_recordings.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -166,6 +167,34 @@ std::vector<std::string> lines_of(const std::string& text) {
     for (std::string line; std::getline(in, line);)
         out.push_back(line);
     return out;
+}
+
+namespace {
+
+// `text` with each run of bytes that are not ASCII, and each \u00NN escape (a C1 control as
+// the text outputs write it), as one '\x01': what is left of a name whatever became of its
+// bytes that are not ASCII (kept, U+FFFD, escaped).
+std::string loose(const std::string& text) {
+    std::string out;
+    bool in_run = false;
+    for (std::size_t i = 0; i < text.size();) {
+        const bool escaped_c1 = text.compare(i, 4, "\\u00") == 0 && i + 6 <= text.size() &&
+                                std::isxdigit(static_cast<unsigned char>(text[i + 4])) &&
+                                std::isxdigit(static_cast<unsigned char>(text[i + 5]));
+        const bool other = escaped_c1 || static_cast<unsigned char>(text[i]) >= 0x80;
+        if (other && !in_run) out += '\x01';
+        if (!other) out += text[i];
+        in_run = other;
+        i += escaped_c1 ? 6 : 1;
+    }
+    return out;
+}
+
+} // namespace
+
+bool mentions(const std::string& text, const std::string& name) {
+    return text.find(name) != std::string::npos ||
+           loose(text).find(loose(name)) != std::string::npos;
 }
 
 void sqlite_exec(const std::string& db, const std::string& sql) {

@@ -62,6 +62,10 @@ RunResult run(const std::vector<std::string>& argv,
 // The lines of a text (a command's output), without their newlines.
 std::vector<std::string> lines_of(const std::string& text);
 
+// Whether `text` (a command's message) names `name`: as it is, or with its bytes that are not
+// ASCII shown otherwise (each ill-formed part as U+FFFD, a C1 control as \u00NN: one_line()).
+bool mentions(const std::string& text, const std::string& name);
+
 // Runs one SQL statement on a database through Python's sqlite3 (not the code under test) and
 // requires success: how the tests damage or edit a recording.
 void sqlite_exec(const std::string& db, const std::string& sql);

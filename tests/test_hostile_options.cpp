@@ -127,7 +127,7 @@ void expect_refused(const std::vector<std::string>& argv, const std::string& opt
     auto result = run(argv, std::chrono::seconds(10));
     BOOST_TEST(result.exit_code == 2, shown << ": exit " << result.exit_code << ", " << result.err);
     BOOST_TEST(lines_of(result.err).size() == 1u, shown << ": stderr " << result.err);
-    BOOST_TEST(result.err.find(option) != std::string::npos, shown << ": " << result.err);
+    BOOST_TEST(mentions(result.err, option), shown << ": " << result.err);
 }
 
 std::set<std::string> names_in(const fs::path& directory) {
