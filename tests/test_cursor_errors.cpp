@@ -71,6 +71,7 @@ BOOST_AUTO_TEST_CASE(damage_between_two_polls_is_a_recording_error) {
     Cursor cursor;
     BOOST_TEST(reading.read_new(cursor).fast.size() == 5u);
     write_ticks(recorder, 5, 5);
+    recording_made(path); // being written (by this process), before the damage
     sqlite_exec(path, "UPDATE fast_samples SET rss_kb = 'lots' WHERE rowid = 8");
     BOOST_TEST(reading.has_new(cursor));
     require_recording_error([&] { reading.read_new(cursor); }, path);
@@ -99,6 +100,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_keyframe_found_from_mid_file_is_a_recording_error
     Recording damaged_reading(path);
     Cursor damaged = damaged_reading.cursor_at_end();
     write_ticks(recorder, 42, 1);
+    recording_made(path); // being written (by this process), before the damage
     sqlite_exec(path, "UPDATE cache_residency SET buckets = x'0102' WHERE rowid = 33");
     require_recording_error([&] { damaged_reading.read_new(damaged); }, path);
 }
