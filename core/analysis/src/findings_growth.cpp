@@ -341,7 +341,10 @@ void anon_growth(const Context& c, std::vector<Finding>& out) {
                              "writing to them (Python reference counts) makes private copies: RSS "
                              "cannot see it, Σ PSS and USS grow");
         x.advice = "keep per-sample data in numpy arrays, bytes or Arrow buffers instead of Python "
-                   "lists and dicts of objects (each access writes a reference count)";
+                   "lists and dicts of objects (each access writes a reference count); and call "
+                   "gc.freeze() in main before the DataLoader starts its workers (a full garbage "
+                   "collection in a worker writes to every object main made: 24 MiB copied per "
+                   "worker of a torch process, docs/findings.md)";
         x.explains_kb = saturating_mul(held, static_cast<std::int64_t>(copying.size()));
         x.figure_name = "private_dirty_kb";
         x.figure = static_cast<double>(held);
