@@ -79,14 +79,19 @@ std::vector<MappedObject> aggregate_smaps(std::string_view text, std::int64_t mi
             bool named = kind == MappingKind::file || kind == MappingKind::deleted_file ||
                          kind == MappingKind::shmem;
             key.assign(to_string(kind));
-            const std::string decoded = named ? maps_path(path) : std::string();
-            if (named) key.append(":").append(std::to_string(inode)).append(":").append(decoded);
+            // Decoded only where the kernel escaped something (no copy per mapping otherwise).
+            std::string decoded;
+            if (named && path.find("\\012") != std::string_view::npos) {
+                decoded = maps_path(path);
+                path = decoded;
+            }
+            if (named) key.append(":").append(std::to_string(inode)).append(":").append(path);
             auto [it, inserted] = objects.try_emplace(key);
             current = &it->second;
             if (inserted) {
                 current->kind = kind;
                 if (named) {
-                    current->path = decoded;
+                    current->path = std::string(path);
                     current->inode = inode;
                 }
             }
