@@ -135,6 +135,28 @@ std::string command_failure(const RecordResult& result) {
     return "exited with status " + std::to_string(result.exit_code);
 }
 
+// Everything this check reads or makes that --junit must never replace: the recording, the
+// budget file, the baseline (with their SQLite companions), the recording `-- CMD` or `replay`
+// will make, the dataset, the trace, and --file's files.
+InputFiles inputs_of(const CheckOptions& o, bool command, bool replay) {
+    InputFiles inputs;
+    for (const std::string* recording : {&o.recording, &o.baseline})
+        if (!recording->empty()) inputs.add_recording(*recording);
+    if (!o.budget.empty()) inputs.add(o.budget);
+    const RecordOptions& recorded = replay ? o.replay_record : o.record;
+    if (command || replay) inputs.add_recording(expand_output_name(recorded.output));
+    for (const auto* files : {&recorded.residency_files, &recorded.inputs})
+        for (const std::string& file : *files)
+            inputs.add(file);
+    if (replay) {
+        inputs.add(o.flags.dataset);
+        for (const char* lmdb_file : {"/data.mdb", "/lock.mdb"})
+            inputs.add(o.flags.dataset + lmdb_file);
+        if (o.flags.trace) inputs.add(*o.flags.trace);
+    }
+    return inputs;
+}
+
 int run_check(CheckOptions& o) {
     const bool replay = o.replay && o.replay->parsed();
     const bool command = !o.record.command.empty();
@@ -183,9 +205,11 @@ int run_check(CheckOptions& o) {
                 return exit_bad_input;
             }
     // The JUnit file is opened before anything runs: a path it cannot take is bad input.
+    const InputFiles inputs = inputs_of(o, command, replay);
     std::unique_ptr<OutputFile> junit;
     try {
-        if (!o.junit.empty()) junit = std::make_unique<OutputFile>(o.junit);
+        if (!o.junit.empty())
+            junit = std::make_unique<OutputFile>(o.junit, inputs, false, "--junit " + o.junit);
     } catch (const OutputFileError& e) {
         print_error(e.what());
         return e.exit_code;
@@ -230,6 +254,15 @@ int run_check(CheckOptions& o) {
     std::cout << render_check_text(e.run);
     std::cout.flush();
     if (junit) {
+        // The recording made here went to the next free name if its own was taken: not the
+        // JUnit file's name either.
+        InputFiles made;
+        made.add_recording(path);
+        if (auto input = made.input_at(o.junit)) {
+            print_error("--junit " + o.junit + ": is the recording " + path +
+                        " this check made: not written over");
+            return exit_bad_input;
+        }
         junit->stream() << render_junit(e.run);
         if (auto problem = junit->commit()) {
             print_error(*problem);

@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,13 +28,7 @@ extern "C" void remove_temporary_and_die(int signal) {
 // Out of space is "the output could not be written" (1); anything else about the place given
 // (no such directory, permission denied, read-only) is bad input (2).
 int exit_code_for(int error) {
-    return error == ENOSPC || error == EDQUOT || error == EIO || error == EFBIG ? 1 : 2;
-}
-
-mode_t new_file_mode() {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return 0666 & ~mask;
+    return output_exit_code(error);
 }
 
 } // namespace
@@ -57,70 +50,64 @@ void stop_removing_on_interrupt() {
     interrupted_temporary[0] = '\0';
 }
 
-OutputFile::OutputFile(const std::string& path)
-    : path_(path), target_(path), fd_(open_output()), buffer_(fd_), stream_(&buffer_) {}
+OutputFile::OutputFile(const std::string& path, const InputFiles& inputs, bool streams_allowed,
+                       const std::string& named)
+    : path_(path), named_(named.empty() ? path : named), fd_(open_output(inputs, streams_allowed)),
+      buffer_(fd_), stream_(&buffer_) {}
 
-int OutputFile::open_output() {
+int OutputFile::open_output(const InputFiles& inputs, bool streams_allowed) {
     struct stat st {};
-    const bool exists = ::stat(path_.c_str(), &st) == 0; // through a symbolic link: its target
-    if (exists && S_ISDIR(st.st_mode)) throw OutputFileError(path_ + ": is a directory", 2);
-    if (exists && !S_ISREG(st.st_mode)) { // a FIFO, a terminal, a device: a stream
+    const bool is_stream = ::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
+                           !S_ISDIR(st.st_mode); // through a link too: /dev/stdout
+    if (streams_allowed && is_stream) {
         // Not blocking in open(): a FIFO nobody reads would make the export wait forever.
         const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ENXIO)
-            throw OutputFileError(path_ + ": a FIFO that nobody reads: nothing written", 1);
+            throw OutputFileError(named_ + ": a FIFO that nobody reads: nothing written", 1);
         if (fd < 0)
-            throw OutputFileError(path_ + ": cannot write: " + std::strerror(errno),
+            throw OutputFileError(named_ + ": cannot write: " + std::strerror(errno),
                                   exit_code_for(errno));
+        // A link to /proc/self/fd/N may end at a regular file after all (an input, even).
+        if (auto input = inputs.input_at(fd)) {
+            ::close(fd);
+            throw OutputFileError(
+                named_ + ": is the input " + *input + " of this run: not written over", 2);
+        }
         ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         return fd;
     }
-    struct stat link {};
-    if (::lstat(path_.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
-        std::error_code error;
-        auto resolved = std::filesystem::weakly_canonical(path_, error);
-        if (!error) target_ = resolved.string();
+    try {
+        whole_ = std::make_unique<WholeOutput>(named_, path_, inputs);
+    } catch (const OutputRuleError& e) {
+        throw OutputFileError(e.what(), e.exit_code);
     }
-    const std::filesystem::path target(target_);
-    const auto directory =
-        target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    std::string pattern = (directory / ("." + target.filename().string() + ".XXXXXX")).string();
-    const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
-    if (fd < 0)
-        throw OutputFileError(path_ + ": cannot create a file beside it: " + std::strerror(errno),
-                              exit_code_for(errno));
-    temporary_ = pattern;
-    ::fchmod(fd, exists ? (st.st_mode & 07777) : new_file_mode());
-    remove_on_interrupt(temporary_);
-    return fd;
+    remove_on_interrupt(whole_->temporary_path());
+    return whole_->fd();
 }
 
 OutputFile::~OutputFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!temporary_.empty()) {
-        ::unlink(temporary_.c_str());
+    if (whole_) {
+        whole_.reset(); // removes the temporary file unless renamed
         stop_removing_on_interrupt();
+    } else if (fd_ >= 0) {
+        ::close(fd_);
     }
 }
 
 std::optional<std::string> OutputFile::commit() {
     stream_.flush();
     int error = buffer_.error();
-    if (error == 0 && !temporary_.empty() && ::fsync(fd_) != 0) error = errno;
-    // Closed whatever failed before (the descriptor is ours either way); close() may report a
-    // write error of its own (NFS, quota).
+    if (whole_) {
+        auto problem = whole_->commit(error);
+        fd_ = -1;
+        stop_removing_on_interrupt();
+        return problem;
+    }
+    // close() may report a write error of its own (NFS, quota).
     if (fd_ >= 0 && ::close(fd_) != 0 && error == 0) error = errno;
     fd_ = -1;
-    if (error == 0 && !temporary_.empty()) {
-        if (::rename(temporary_.c_str(), target_.c_str()) != 0)
-            error = errno;
-        else
-            temporary_.clear();
-        stop_removing_on_interrupt();
-    }
     if (error == 0) return std::nullopt;
-    return path_ + ": cannot write: " + std::strerror(error) +
-           (temporary_.empty() ? "" : " (" + path_ + " is left as it was)");
+    return named_ + ": cannot write: " + std::strerror(error);
 }
 
 } // namespace loaderlens::cli

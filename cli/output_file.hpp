@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-// The file `export -o PATH` writes. A regular file (or a new one) is written under a temporary
-// name in its directory and renamed over PATH once complete: a full disk, an error or an
-// interrupt never leaves a truncated file under PATH, and an old PATH stays as it was until then.
-// Anything else that can be written (a FIFO, a terminal, /dev/stdout) is written directly.
+// A file a command writes (`export -o`, `check --junit`), under the output rule
+// (loaderlens/output_rule.hpp, docs/outputs.md): never an input of the run, never through a
+// symbolic link, written under a temporary name in its directory and renamed over PATH once
+// complete: a full disk, an error or an interrupt never leaves a truncated file under PATH, and an
+// old PATH stays as it was until then. Only where streams are allowed (`export -o`, documented as
+// such), a FIFO or a device (/dev/stdout, /dev/full) is written directly; elsewhere it is refused.
 #pragma once
 
 #include "fd_output_buffer.hpp"
+#include "output_checks.hpp"
 
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -27,8 +31,10 @@ void stop_removing_on_interrupt();
 
 class OutputFile {
   public:
-    // Throws OutputFileError (one line) when PATH cannot be written.
-    explicit OutputFile(const std::string& path);
+    // Throws OutputFileError (one line) when PATH cannot be written. `named` is how messages
+    // name it (empty: PATH itself).
+    OutputFile(const std::string& path, const InputFiles& inputs, bool streams_allowed,
+               const std::string& named = "");
     // Removes the temporary file unless commit() renamed it.
     ~OutputFile();
     OutputFile(const OutputFile&) = delete;
@@ -40,12 +46,11 @@ class OutputFile {
     std::optional<std::string> commit();
 
   private:
-    // Opens what the file is written to (setting target_, and temporary_ when renamed later).
-    int open_output();
+    // Opens what the file is written to (setting whole_ when renamed later).
+    int open_output(const InputFiles& inputs, bool streams_allowed);
 
-    std::string path_;      // as given (for messages)
-    std::string target_;    // where the file ends up (a symbolic link's target)
-    std::string temporary_; // empty when writing directly
+    std::string path_, named_;
+    std::unique_ptr<WholeOutput> whole_; // null when writing a stream directly
     int fd_;
     FdOutputBuffer buffer_;
     std::ostream stream_;

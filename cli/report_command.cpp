@@ -155,7 +155,7 @@ Runner add_export(CLI::App& app) {
         try {
             Recording recording(o->file);
             std::optional<OutputFile> file;
-            if (!o->output.empty()) file.emplace(o->output);
+            if (!o->output.empty()) file.emplace(o->output, inputs, true);
             std::ostream& out = file ? file->stream() : std::cout;
             if (o->format == "json")
                 export_json(recording, out);
