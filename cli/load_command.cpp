@@ -83,6 +83,9 @@ Runner add_load(CLI::App& app) {
         options->markers_path = environment("LOADERLENS_MARKERS");
         options->events_path = environment("LOADERLENS_LOADER_EVENTS");
         options->sampled_path = environment("LOADERLENS_SAMPLED");
+        options->markers_fd = environment("LOADERLENS_MARKERS_FD");
+        options->events_fd = environment("LOADERLENS_LOADER_EVENTS_FD");
+        options->sampled_fd = environment("LOADERLENS_SAMPLED_FD");
         try {
             if (auto problem = dataset_bounds_problem(
                     *options, probes::inspect_dataset(options->dataset, options->record_bytes,

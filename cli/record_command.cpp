@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <iostream>
 #include <poll.h>
@@ -194,6 +195,10 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
             print_error(output + ": recording stopped, the command goes on: " + error);
             outcome.write_failure_reported = true;
         }
+        for (const std::string& warning : session.take_warnings()) {
+            status.clear();
+            print_error(warning);
+        }
         if (auto warning = textfile ? textfile->take_warning() : std::nullopt) {
             status.clear();
             print_error(*warning);
@@ -285,6 +290,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     write_run_meta(*recorder, clock, session_options, o);
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
+    int user_markers_directory = -1; // held while the session reads the user's marker file
     if (attach) {
         tracker.scan_root = tracker.main_pid = *o.pid;
         recorder->set_meta("mode", "attach");
@@ -296,20 +302,45 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
         const std::string markers_path = own_markers
                                              ? created.sidecars.front().path()
                                              : std::filesystem::absolute(user_markers).string();
-        session_options.markers_path = markers_path;
         recorder->set_meta("markers_file", markers_path);
         std::vector<std::pair<std::string, std::string>> environment;
-        if (!own_markers) environment.emplace_back("LOADERLENS_MARKERS", markers_path);
+        if (!own_markers) {
+            environment.emplace_back("LOADERLENS_MARKERS", markers_path);
+            // The user's file: looked at under its directory, opened only while it is a regular
+            // file of one owner (MarkerTail).
+            user_markers_directory =
+                ::open(std::filesystem::path(markers_path).parent_path().c_str(),
+                       O_PATH | O_DIRECTORY | O_CLOEXEC);
+            session_options.markers =
+                Sidecar{-1, user_markers_directory,
+                        std::filesystem::path(markers_path).filename().string(), markers_path};
+        }
+        // Each file beside the recording by its name (for a program that opens it, as the
+        // README's recipe does) and as a descriptor the command inherits (LOADERLENS_*_FD: the
+        // reference loader writes through it and never opens the name, which someone may have
+        // swapped for a link by then).
+        std::vector<int> handed;
         for (std::size_t i = 0; i < sidecar_variables.size(); ++i) {
-            environment.emplace_back(sidecar_variables[i], created.sidecars[i].path());
-            if (sidecar_variables[i] == "LOADERLENS_LOADER_EVENTS")
-                session_options.loader_events_path = created.sidecars[i].path();
-            if (sidecar_variables[i] == "LOADERLENS_SAMPLED")
-                session_options.sampled_path = created.sidecars[i].path();
+            const std::string& variable = sidecar_variables[i];
+            const SidecarFile& file = created.sidecars[i];
+            environment.emplace_back(variable, file.path());
+            const bool read_by_command = variable == "LOADERLENS_SAMPLED";
+            if (int fd = file.reopen(read_by_command ? O_RDONLY : O_WRONLY | O_APPEND); fd >= 0) {
+                handed.push_back(fd);
+                environment.emplace_back(variable + "_FD", file.identity(fd));
+            }
+            if (variable == "LOADERLENS_MARKERS") session_options.markers = file.sidecar();
+            if (variable == "LOADERLENS_LOADER_EVENTS")
+                session_options.loader_events = file.sidecar();
+            if (variable == "LOADERLENS_SAMPLED") session_options.sampled = file.sidecar();
         }
         Launched launched =
-            launch(o.command, environment, {.die_with_parent = o.command_dies_with_recorder});
+            launch(o.command, environment,
+                   {.die_with_parent = o.command_dies_with_recorder, .inherited_fds = handed});
+        for (int fd : handed)
+            ::close(fd);
         if (launched.exec_errno != 0) {
+            if (user_markers_directory >= 0) ::close(user_markers_directory);
             discard_recording(created);
             print_error(o.command[0] + ": cannot run: " + std::strerror(launched.exec_errno));
             return {exit_code_for_exec_errno(launched.exec_errno), 0};
@@ -362,6 +393,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     }
     recorder.reset();
     created.sidecars.clear(); // removed
+    if (user_markers_directory >= 0) ::close(user_markers_directory);
     if (textfile) textfile->write_final();
     if (!o.quiet && !outcome.write_failure_reported)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",

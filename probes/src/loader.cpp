@@ -110,8 +110,7 @@ class Loader {
 
 Loader::Loader(const LoaderOptions& options, const DatasetLayout& layout, const BufferPlan& plan)
     : o_(options), layout_(layout), workers_(options.pattern.workers), in_flight_(plan.in_flight),
-      slot_bytes_(plan.slot_bytes),
-      events_(options.markers_path, options.events_path, options.sampled_path),
+      slot_bytes_(plan.slot_bytes), events_(options),
       progress_(layout.record_count, layout.record_bytes, workers_),
       // Built before the dataset is opened and the workers fork, as a Dataset's __init__ would.
       heap_(options.cow_heap_mib > 0
@@ -417,8 +416,8 @@ LoaderSummary run_loader(const LoaderOptions& options) {
         Loader loader(resolved, layout, plan);
         return loader.run();
     } catch (const std::exception& e) {
-        LoaderEvents(resolved.markers_path, resolved.events_path)
-            .event({{"event", "end"}, {"status", "error"}, {"message", e.what()}});
+        LoaderEvents(resolved).event(
+            {{"event", "end"}, {"status", "error"}, {"message", e.what()}});
         // A dataset found damaged mid-run is bad input like one found before (exit 2).
         if (dynamic_cast<const LoaderRunError*>(&e) || dynamic_cast<const DatasetError*>(&e)) throw;
         throw LoaderRunError(e.what());

@@ -2,17 +2,55 @@
 #include "loader_events.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 namespace loaderlens::probes {
 
 namespace {
-int open_for_append(const std::optional<std::string>& path) {
-    if (!path || path->empty()) return -1;
-    return ::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+// "FD:DEVICE:INODE" -> a close-on-exec duplicate of FD if it is still that regular file (the
+// variable may have reached a process where that number is another file), else -1.
+int inherited(const std::optional<std::string>& identity, struct stat& expected) {
+    if (!identity) return -1;
+    long long fd = -1;
+    unsigned long long device = 0, inode = 0;
+    char extra = 0;
+    if (std::sscanf(identity->c_str(), "%lld:%llu:%llu%c", &fd, &device, &inode, &extra) != 3 ||
+        fd < 0 || fd > 1'000'000)
+        return -1;
+    expected.st_dev = static_cast<dev_t>(device);
+    expected.st_ino = static_cast<ino_t>(inode);
+    struct stat st {};
+    if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_dev != expected.st_dev || st.st_ino != expected.st_ino)
+        return -1;
+    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return ::fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 0);
 }
+
+int open_sidecar(const std::optional<std::string>& path, const std::optional<std::string>& handed,
+                 int flags) {
+    struct stat expected {};
+    if (int fd = inherited(handed, expected); fd >= 0) return fd;
+    if (!path || path->empty()) return -1;
+    // Created only when nobody made it for us; a file record made must still be that one.
+    const bool made_by_record = expected.st_ino != 0;
+    const int create = made_by_record || (flags & O_ACCMODE) == O_RDONLY ? 0 : O_CREAT;
+    const int fd = ::open(path->c_str(),
+                          flags | create | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    struct stat st {};
+    if (fd < 0) return -1;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (made_by_record && (st.st_dev != expected.st_dev || st.st_ino != expected.st_ino))) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 void write_line(int fd, const std::string& line) {
     if (fd < 0) return;
     // Best effort: the run does not stop because the recorder's side file went away.
@@ -40,12 +78,11 @@ std::int64_t boottime_now_ns() {
     return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
-LoaderEvents::LoaderEvents(const std::optional<std::string>& markers_path,
-                           const std::optional<std::string>& events_path,
-                           const std::optional<std::string>& sampled_path)
-    : markers_fd_(open_for_append(markers_path)), events_fd_(open_for_append(events_path)) {
-    if (sampled_path && !sampled_path->empty() && markers_fd_ >= 0)
-        sampled_fd_ = ::open(sampled_path->c_str(), O_RDONLY | O_CLOEXEC);
+LoaderEvents::LoaderEvents(const LoaderOptions& options)
+    : markers_fd_(open_sidecar(options.markers_path, options.markers_fd, O_WRONLY | O_APPEND)),
+      events_fd_(open_sidecar(options.events_path, options.events_fd, O_WRONLY | O_APPEND)) {
+    if (markers_fd_ >= 0)
+        sampled_fd_ = open_sidecar(options.sampled_path, options.sampled_fd, O_RDONLY);
 }
 
 LoaderEvents::~LoaderEvents() {

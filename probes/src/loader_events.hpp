@@ -6,8 +6,14 @@
 // and what it hears back: LOADERLENS_SAMPLED, "N N" where N is the CLOCK_BOOTTIME at which the
 // recorder read the latest marker it has taken a sample of every tier for.
 // Each line goes out in one write() on an O_APPEND descriptor, so a reader never sees half a line
-// followed by another writer's text.
+// followed by another writer's text. Under `record` each file comes as a descriptor it handed
+// over (LOADERLENS_*_FD), checked to be the file it made and never reopened by its name: whoever
+// can write the recording's directory may have swapped the name for a link by then. A name alone
+// (a user's own LOADERLENS_MARKERS) is opened without following a link or blocking on a FIFO, and
+// used only when it is a regular file.
 #pragma once
+
+#include "loaderlens/probes/loader.hpp"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,9 +23,7 @@ namespace loaderlens::probes {
 
 class LoaderEvents {
   public:
-    LoaderEvents(const std::optional<std::string>& markers_path,
-                 const std::optional<std::string>& events_path,
-                 const std::optional<std::string>& sampled_path = std::nullopt);
+    explicit LoaderEvents(const LoaderOptions& options);
     ~LoaderEvents();
     LoaderEvents(const LoaderEvents&) = delete;
     LoaderEvents& operator=(const LoaderEvents&) = delete;

@@ -78,6 +78,8 @@ Launched launch(const std::vector<std::string>& argv,
         if (nofile_raised) setrlimit(RLIMIT_NOFILE, &original_nofile);
         for (const auto& [name, value] : extra_env)
             setenv(name.c_str(), value.c_str(), 1);
+        for (int fd : options.inherited_fds)
+            fcntl(fd, F_SETFD, 0);
         execvp(args[0], args.data());
         int error = errno;
         ssize_t ignored = write(report[1], &error, sizeof error);

@@ -74,10 +74,7 @@ void add_loader_event(const std::string& line, const RecordingClock& clock, Load
 
 LoaderRun LoaderEventTail::poll(const RecordingClock& clock, bool at_end) {
     LoaderRun run;
-    if (fd_ < 0) {
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd_ < 0) return run; // not created yet (or gone): nothing to read
-    }
+    if (fd_ < 0) return run;
     char buffer[64 * 1024];
     // Bounded per poll so that a loader writing fast never holds up the fast tier's tick.
     for (int reads = 0; reads < 64; ++reads) {
@@ -100,6 +97,10 @@ LoaderRun LoaderEventTail::poll(const RecordingClock& clock, bool at_end) {
         partial_.clear();
     }
     return run;
+}
+
+LoaderEventTail::LoaderEventTail(const Sidecar& sidecar) {
+    if (sidecar.fd >= 0) fd_ = ::fcntl(sidecar.fd, F_DUPFD_CLOEXEC, 0);
 }
 
 LoaderEventTail::~LoaderEventTail() {

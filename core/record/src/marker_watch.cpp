@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -13,24 +13,36 @@
 
 namespace loaderlens {
 
-MarkerWatch::MarkerWatch(const std::string& path, bool enabled) {
+MarkerWatch::MarkerWatch(const Sidecar& sidecar, bool enabled) {
     interrupt_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!enabled) {
         problem_ = "turned off";
         return;
     }
-    const std::filesystem::path file = std::filesystem::absolute(path);
-    path_ = file.string();
-    name_ = file.filename().string();
-    const std::string directory = file.parent_path().string();
+    if (sidecar.directory_fd >= 0)
+        directory_fd_ = ::fcntl(sidecar.directory_fd, F_DUPFD_CLOEXEC, 0);
+    if (directory_fd_ < 0) {
+        problem_ = "no directory to watch";
+        return;
+    }
+    const std::string directory = "/proc/self/fd/" + std::to_string(directory_fd_);
+    name_ = sidecar.name;
     inotify_fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     if (inotify_fd_ < 0) {
         problem_ = std::string("inotify: ") + std::strerror(errno);
         return;
     }
-    directory_watch_ = ::inotify_add_watch(inotify_fd_, directory.c_str(), IN_CREATE | IN_MOVED_TO);
+    if (sidecar.fd >= 0) { // the file record made, whatever its name becomes
+        path_ = "/proc/self/fd/" + std::to_string(sidecar.fd);
+        watch_file();
+        path_ = directory + "/" + name_; // not watched again: only this inode is read
+        return;
+    }
+    path_ = directory + "/" + name_;
+    directory_watch_ =
+        ::inotify_add_watch(inotify_fd_, directory.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
     if (directory_watch_ < 0) {
-        problem_ = "inotify on " + directory + ": " + std::strerror(errno);
+        problem_ = "inotify on " + sidecar.path + "'s directory: " + std::strerror(errno);
         ::close(inotify_fd_);
         inotify_fd_ = -1;
         return;
@@ -39,14 +51,16 @@ MarkerWatch::MarkerWatch(const std::string& path, bool enabled) {
 }
 
 void MarkerWatch::watch_file() {
-    // Adding a watch on the inode the path names now; the kernel drops the watch of a removed
-    // inode by itself (IN_IGNORED). ENOENT: not there yet, the directory watch will say when.
-    file_watch_ = ::inotify_add_watch(inotify_fd_, path_.c_str(), IN_MODIFY | IN_CLOSE_WRITE);
+    // Adding a watch on the inode the path names now (IN_DONT_FOLLOW: a link is watched as the
+    // link, never its target); the kernel drops the watch of a removed inode by itself
+    // (IN_IGNORED). ENOENT: not there yet, the directory watch will say when.
+    file_watch_ = ::inotify_add_watch(inotify_fd_, path_.c_str(),
+                                      IN_MODIFY | IN_CLOSE_WRITE | IN_DONT_FOLLOW);
 }
 
 MarkerWatch::~MarkerWatch() {
-    if (inotify_fd_ >= 0) ::close(inotify_fd_);
-    if (interrupt_fd_ >= 0) ::close(interrupt_fd_);
+    for (int fd : {inotify_fd_, interrupt_fd_, directory_fd_})
+        if (fd >= 0) ::close(fd);
 }
 
 bool MarkerWatch::drain_events() {

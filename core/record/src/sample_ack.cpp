@@ -6,9 +6,8 @@
 
 namespace loaderlens {
 
-SampleAck::SampleAck(const std::string& path) {
-    // O_NOFOLLOW: the sidecar was made by us; a link put in its place is not followed.
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+SampleAck::SampleAck(const Sidecar& sidecar) {
+    if (sidecar.fd >= 0) fd_ = ::fcntl(sidecar.fd, F_DUPFD_CLOEXEC, 0);
 }
 
 SampleAck::~SampleAck() {

@@ -54,12 +54,12 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
       residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
-    if (options_.markers_path) {
-        markers_.emplace(*options_.markers_path);
-        marker_watch_.emplace(*options_.markers_path, options_.marker_wake);
+    if (options_.markers) {
+        markers_.emplace(*options_.markers);
+        marker_watch_.emplace(*options_.markers, options_.marker_wake);
     }
-    if (options_.sampled_path) sample_ack_.emplace(*options_.sampled_path);
-    if (options_.loader_events_path) loader_events_.emplace(*options_.loader_events_path);
+    if (options_.sampled) sample_ack_.emplace(*options_.sampled);
+    if (options_.loader_events) loader_events_.emplace(*options_.loader_events);
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
                                    &cgroup_problem_);
     snapshot_ = std::make_shared<const std::vector<ProcessInfo>>();
@@ -102,6 +102,7 @@ bool Session::wait_fast(std::int64_t due_ms, std::vector<Marker>& markers) {
         if (left <= 0) return true;
         if (marker_watch_->wait(left) != MarkerWatch::Wake::file_changed) continue;
         markers = markers_->poll(clock_);
+        collect_marker_warnings();
         if (!markers.empty()) return !stopping_.load();
     }
 }
@@ -153,6 +154,7 @@ void Session::fast_run(SampleBatch& batch) {
     tree_gone_ = live.empty(); // also when the root was gone before the first scan
     if (markers_) {            // after those that woke this run, if any
         std::vector<Marker> more = markers_->poll(clock_);
+        collect_marker_warnings();
         batch.markers.insert(batch.markers.end(), more.begin(), more.end());
     }
     const bool marker_wants_sample =
@@ -337,6 +339,18 @@ void Session::pump() {
         std::lock_guard lock(error_mutex_);
         write_error_ = e.what();
     }
+}
+
+void Session::collect_marker_warnings() {
+    std::vector<std::string> said = markers_->take_warnings();
+    if (said.empty()) return;
+    std::lock_guard lock(error_mutex_);
+    warnings_.insert(warnings_.end(), said.begin(), said.end());
+}
+
+std::vector<std::string> Session::take_warnings() {
+    std::lock_guard lock(error_mutex_);
+    return std::exchange(warnings_, {});
 }
 
 std::string Session::write_error() const {

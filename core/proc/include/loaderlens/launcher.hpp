@@ -21,6 +21,10 @@ struct LaunchOptions {
     // does not change how the command lives or dies. Call launch() from a thread that lives as
     // long as the child should (PR_SET_PDEATHSIG fires when the forking thread exits).
     bool die_with_parent = false;
+    // Descriptors (opened close-on-exec here) that the command inherits: the files beside the
+    // recording it writes, handed over open so that it never opens them by a name someone may
+    // have swapped (LOADERLENS_*_FD, docs/recording.md).
+    std::vector<int> inherited_fds;
 };
 
 // Forks and execs argv[0] (searched in PATH) with `extra_env` added. The child gets the signal

@@ -4,6 +4,7 @@
 
 #include "loaderlens/clock.hpp"
 #include "loaderlens/loader_run.hpp"
+#include "loaderlens/sidecar.hpp"
 
 #include <string>
 
@@ -14,10 +15,11 @@ void add_loader_event(const std::string& line, const RecordingClock& clock, Load
 
 // Follows the events file while the loader runs: each poll gives the complete lines appended
 // since the last, so that epochs, workers and progress reach the recording as they happen (a live
-// reader sees them). The loader only appends to the file (probes/, one write per line).
+// reader sees them). The loader only appends to the file (probes/, one write per line). Read
+// through the descriptor `record` kept when it created the file, never by its name.
 class LoaderEventTail {
   public:
-    explicit LoaderEventTail(std::string path) : path_(std::move(path)) {}
+    explicit LoaderEventTail(const Sidecar& sidecar);
     ~LoaderEventTail();
     LoaderEventTail(const LoaderEventTail&) = delete;
     LoaderEventTail& operator=(const LoaderEventTail&) = delete;
@@ -26,7 +28,6 @@ class LoaderEventTail {
 
   private:
     static constexpr std::size_t longest_line = 1 << 20;
-    std::string path_;
     int fd_ = -1;
     std::string partial_;
 };

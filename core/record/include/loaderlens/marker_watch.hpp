@@ -7,7 +7,12 @@
 // follow the file when it appears or is replaced (an editor's rename). Not the directory's
 // writes: the recording itself is often written in the same directory, and its WAL writes woke a
 // directory watch thousands of times a second (measured: 5,363 wakes in a 2 s recording).
+// Watches are added through the descriptors the session holds (/proc/self/fd/N), never through a
+// name someone else may have swapped for a link: the file `record` made is watched as that file;
+// a file the user named, under its directory's descriptor without following the name.
 #pragma once
+
+#include "loaderlens/sidecar.hpp"
 
 #include <cstdint>
 #include <string>
@@ -18,7 +23,7 @@ class MarkerWatch {
   public:
     // `enabled` false (or inotify unavailable: no instances left, a seccomp filter) leaves the
     // watch inactive: wait() then only sleeps, and markers are read at the next tick as before.
-    explicit MarkerWatch(const std::string& path, bool enabled = true);
+    explicit MarkerWatch(const Sidecar& sidecar, bool enabled = true);
     ~MarkerWatch();
     MarkerWatch(const MarkerWatch&) = delete;
     MarkerWatch& operator=(const MarkerWatch&) = delete;
@@ -38,6 +43,7 @@ class MarkerWatch {
     void watch_file();   // (again) on whatever file the path names now
 
     std::string path_, name_; // the file, and its name in its directory
+    int directory_fd_ = -1;   // a duplicate held while watched (path_ goes through it)
     int inotify_fd_ = -1;
     int file_watch_ = -1, directory_watch_ = -1;
     int interrupt_fd_ = -1; // eventfd

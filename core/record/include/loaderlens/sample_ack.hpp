@@ -8,15 +8,17 @@
 // number appears twice so that a reader can tell a torn read (the two differ) and read again.
 #pragma once
 
+#include "loaderlens/sidecar.hpp"
+
 #include <cstdint>
-#include <string>
 
 namespace loaderlens {
 
 class SampleAck {
   public:
-    // Opens an existing file for writing; without it (or unwritable) write() does nothing.
-    explicit SampleAck(const std::string& path);
+    // Writes through the descriptor `record` kept when it created the file (never by its name);
+    // without one write() does nothing.
+    explicit SampleAck(const Sidecar& sidecar);
     ~SampleAck();
     SampleAck(const SampleAck&) = delete;
     SampleAck& operator=(const SampleAck&) = delete;

@@ -44,16 +44,18 @@ struct SessionOptions {
     // moved, at most this long (RollupSampler); 0 reads every process at every rollup sample.
     std::int64_t pss_max_age_ms = 5000;
     std::int64_t maps_min_file_kb = 1024;
-    std::optional<std::string> markers_path;
+    // The files beside the recording (sidecar.hpp), each read or written only through the
+    // descriptors given here (the session keeps duplicates).
+    std::optional<Sidecar> markers;
     // A marker wakes the fast thread at once (inotify) and asks for a sample of every tier, at
     // most one such sample per `marker_sample_gap_ms`. false: markers are read at the next tick
     // and sample nothing extra (what happens anyway where inotify is unavailable).
     bool marker_wake = true;
     std::int64_t marker_sample_gap_ms = 250;
     // LOADERLENS_SAMPLED: where to say that a marker's sample was taken (SampleAck).
-    std::optional<std::string> sampled_path;
+    std::optional<Sidecar> sampled;
     // The reference loader's events file (replay): tailed like the markers, written as it comes.
-    std::optional<std::string> loader_events_path;
+    std::optional<Sidecar> loader_events;
 };
 
 struct LiveStatus {
@@ -75,6 +77,9 @@ class Session {
     void pump();
     // Why writing failed, empty while all is well.
     std::string write_error() const;
+    // One line each for what happened to the files beside the recording since the last call (a
+    // marker file's name swapped for a link, a FIFO, another file), for the caller to print.
+    std::vector<std::string> take_warnings();
     // Takes a last sample of everything, stops the threads, writes and commits.
     void stop();
 
@@ -147,6 +152,9 @@ class Session {
     std::map<std::string, std::pair<std::int64_t, std::int64_t>> tier_logged_;
     mutable std::mutex error_mutex_;
     std::string write_error_;
+    std::vector<std::string> warnings_; // under error_mutex_
+    // Moves what the marker file's tail has to say into warnings_ (the fast thread).
+    void collect_marker_warnings();
 };
 
 } // namespace loaderlens

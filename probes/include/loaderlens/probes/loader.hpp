@@ -84,6 +84,9 @@ struct LoaderOptions {
     std::optional<std::string> markers_path; // LOADERLENS_MARKERS
     std::optional<std::string> events_path;  // LOADERLENS_LOADER_EVENTS
     std::optional<std::string> sampled_path; // LOADERLENS_SAMPLED
+    // The same files as descriptors `record` handed over, "FD:DEVICE:INODE" (LOADERLENS_*_FD):
+    // used instead of the names when they are still those files (docs/recording.md).
+    std::optional<std::string> markers_fd, events_fd, sampled_fd;
 };
 
 // Bad options or a dataset the loader cannot use (found before anything runs).
