@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "hdf5_file.hpp"
 
+#include "hdf5_safety.hpp"
 #include "loaderlens/probes/loader.hpp"
 
 #include <cerrno>
@@ -134,6 +135,9 @@ void validate_hdf5_options(const LoaderOptions& o, const DatasetLayout& layout) 
 void silence_hdf5_errors() {
     static const bool done = [] {
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+        // A file names its filters: no plugin it names is loaded (HDF5_PLUGIN_PATH), only the
+        // filters libhdf5 carries are accepted (hdf5_safety.hpp).
+        H5PLset_loading_state(0);
         return true;
     }();
     (void)done;
@@ -186,7 +190,11 @@ DatasetLayout inspect_hdf5(const std::string& path, const std::string& dataset_n
     const htri_t exists = H5Lexists(file.id, name.c_str(), H5P_DEFAULT);
     H5Eclear2(H5E_DEFAULT);
     if (exists <= 0) fail(path, "no dataset " + name + " (pick one with --hdf5-dataset NAME)");
-    Handle dataset{H5Dopen2(file.id, name.c_str(), H5P_DEFAULT), H5Dclose};
+    // A virtual dataset's sources are not opened to find its extent (it is refused below).
+    Handle access{H5Pcreate(H5P_DATASET_ACCESS), H5Pclose};
+    if (access.id >= 0) H5Pset_virtual_view(access.id, H5D_VDS_FIRST_MISSING);
+    Handle dataset{H5Dopen2(file.id, name.c_str(), access.id >= 0 ? access.id : H5P_DEFAULT),
+                   H5Dclose};
     if (dataset.id < 0) fail(where, "cannot open it as a dataset (" + hdf5_error_text() + ")");
     Handle type{H5Dget_type(dataset.id), H5Tclose};
     Handle space{H5Dget_space(dataset.id), H5Sclose};
@@ -203,6 +211,10 @@ DatasetLayout inspect_hdf5(const std::string& path, const std::string& dataset_n
                         ": needs 2 or more dimensions (axis 0 indexes the samples)");
     std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
     H5Sget_simple_extent_dims(space.id, dims.data(), nullptr);
+    // Before anything reads it: what libhdf5 1.10 would crash on or read from elsewhere.
+    const std::string refused = hdf5_safety::refusal(
+        dataset.id, plist.id, dims, H5Tget_size(type.id), static_cast<std::uint64_t>(st.st_size));
+    if (!refused.empty()) fail(where, refused);
 
     DatasetLayout layout;
     layout.kind = DatasetKind::hdf5;

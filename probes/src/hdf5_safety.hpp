@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// What a hostile HDF5 file must not hand to libhdf5's reading code (loaderlens issue 27, N7).
+// libhdf5 1.10 trusts much of what it decodes: a virtual dataset whose source is itself recurses
+// until the stack overflows, external raw storage reads any file the file names (/etc/shadow,
+// /dev/zero), a filter it lacks may be loaded as a plugin, a chunk index that disagrees with the
+// chunk shape gets copied through. So every dataset is checked with libhdf5's own query API after
+// H5Dopen2 and before any H5Dread; what fails is refused as a dataset that is not what it claims.
+// Included by hdf5_file.cpp only (probes/CMakeLists.txt lists the library's sources).
+#pragma once
+
+#include <cstdint>
+#include <hdf5.h>
+#include <string>
+#include <vector>
+
+namespace loaderlens::probes::hdf5_safety {
+
+// Over this, the chunk index is not walked chunk by chunk (one lookup each); only its count is
+// checked against the chunk grid.
+constexpr std::uint64_t walked_chunks_max = 1u << 20;
+// HDF5's own limit for one chunk (the layout message stores its size in 32 bits).
+constexpr std::uint64_t chunk_bytes_max = (1ull << 32) - 1;
+
+// zlib's compressBound plus fletcher32's 4 bytes and slack for szip, scaleoffset and nbit
+// headers: no filter this loader accepts stores a chunk larger than this. A larger stored chunk
+// is damage, and refusing it bounds what a deflate bomb can inflate to (at most ~1032 bytes per
+// stored byte: libhdf5 1.10's deflate filter grows its buffer without limit).
+inline std::uint64_t stored_chunk_max(std::uint64_t chunk_bytes) {
+    return chunk_bytes + chunk_bytes / 4096 + chunk_bytes / 16384 + 64;
+}
+
+// The filters libhdf5 1.10 carries itself; anything else would be a plugin (not loaded, see
+// silence_hdf5_errors) or damage.
+inline bool known_filter(H5Z_filter_t filter) {
+    return filter == H5Z_FILTER_DEFLATE || filter == H5Z_FILTER_SHUFFLE ||
+           filter == H5Z_FILTER_FLETCHER32 || filter == H5Z_FILTER_SZIP ||
+           filter == H5Z_FILTER_NBIT || filter == H5Z_FILTER_SCALEOFFSET;
+}
+
+namespace detail {
+
+inline std::string coordinates(const std::vector<hsize_t>& at) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < at.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(at[i]);
+    return out + ")";
+}
+
+// The first source of a virtual dataset, as FILE:DATASET ("." is the file itself).
+inline std::string first_source(hid_t plist) {
+    char file[256] = {}, dataset[256] = {};
+    if (H5Pget_virtual_filename(plist, 0, file, sizeof file) < 0 ||
+        H5Pget_virtual_dsetname(plist, 0, dataset, sizeof dataset) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return "";
+    }
+    return std::string(file) + ":" + dataset;
+}
+
+inline std::string chunk_refusal(hid_t dataset, hid_t plist, const std::vector<hsize_t>& dims,
+                                 std::uint64_t element_bytes, std::uint64_t file_bytes,
+                                 int filters) {
+    const int rank = static_cast<int>(dims.size());
+    std::vector<hsize_t> chunk(dims.size(), 0), maxdims(dims.size(), 0);
+    if (H5Pget_chunk(plist, rank, chunk.data()) != rank)
+        return "its chunks have another rank than its " + std::to_string(rank) + " dimensions";
+    struct Space { // closed on every return
+        hid_t id;
+        ~Space() {
+            if (id >= 0) H5Sclose(id);
+        }
+    } space{H5Dget_space(dataset)}; // all selected: H5Dget_num_chunks of 1.10.8 takes no H5S_ALL
+    const int got =
+        space.id >= 0 ? H5Sget_simple_extent_dims(space.id, nullptr, maxdims.data()) : -1;
+    if (got != rank) return "its maximum shape cannot be read";
+    std::uint64_t chunk_bytes = element_bytes, grid = 1;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        const std::string dimension =
+            "chunk dimension " + std::to_string(i) + " is " + std::to_string(chunk[i]);
+        if (chunk[i] == 0) return dimension;
+        // HDF5 refuses to create such a chunk for a dimension that cannot grow.
+        if (maxdims[i] != H5S_UNLIMITED && chunk[i] > maxdims[i])
+            return dimension + ", larger than the dataset's " + std::to_string(maxdims[i]) +
+                   ": the chunk shape is not the one the data was written with";
+        if (__builtin_mul_overflow(chunk_bytes, chunk[i], &chunk_bytes) ||
+            chunk_bytes > chunk_bytes_max)
+            return "chunks of more than 4 GiB (shape " + coordinates(chunk) + ")";
+        if (__builtin_mul_overflow(grid, (dims[i] + chunk[i] - 1) / chunk[i], &grid))
+            return "more chunks than 64 bits count (chunk shape " + coordinates(chunk) + ")";
+    }
+    hsize_t stored = 0;
+    if (H5Dget_num_chunks(dataset, space.id, &stored) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return "its chunk index cannot be read";
+    }
+    const std::string mismatch =
+        ": the chunk shape " + coordinates(chunk) + " does not match the chunk index";
+    if (stored > grid)
+        return "its chunk index holds " + std::to_string(stored) + " chunks, more than the " +
+               std::to_string(grid) + " its shape has room for" + mismatch;
+    if (grid > walked_chunks_max) return "";
+    // Every chunk where the chunk shape puts one: the index must hold exactly those, each inside
+    // the file, and of the size the shape says (unfiltered) or a filter could make of it.
+    std::vector<hsize_t> at(dims.size(), 0);
+    hsize_t found = 0;
+    for (std::uint64_t n = 0; n < grid; ++n) {
+        unsigned mask = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(dataset, at.data(), &mask, &address, &size) < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return "its chunk index cannot be read at chunk " + coordinates(at);
+        }
+        const std::string where = "chunk " + coordinates(at) + " ";
+        if (address != HADDR_UNDEF) {
+            ++found;
+            if (address > file_bytes || size > file_bytes - address)
+                return where + "lies past the end of the file (" + std::to_string(size) +
+                       " bytes at " + std::to_string(address) + ")";
+            if (filters == 0 && size != chunk_bytes)
+                return where + "stores " + std::to_string(size) + " bytes, its shape needs " +
+                       std::to_string(chunk_bytes) + mismatch;
+            if (size > stored_chunk_max(chunk_bytes))
+                return where + "stores " + std::to_string(size) + " bytes, more than any " +
+                       "accepted filter makes of the " + std::to_string(chunk_bytes) +
+                       " its shape holds" + mismatch;
+        }
+        for (std::size_t i = dims.size(); i-- > 0;) { // the next chunk, last dimension fastest
+            at[i] += chunk[i];
+            if (at[i] < dims[i]) break;
+            at[i] = 0;
+        }
+    }
+    if (found != stored)
+        return "its chunk index holds " + std::to_string(stored) + " chunks, " +
+               std::to_string(found) + " of them where its shape puts chunks" + mismatch;
+    return "";
+}
+
+} // namespace detail
+
+// Why the dataset must not be read, or "" when it may be. `dims`: its shape; `file_bytes`: the
+// file's size; `element_bytes`: H5Tget_size of its type.
+inline std::string refusal(hid_t dataset, hid_t plist, const std::vector<hsize_t>& dims,
+                           std::uint64_t element_bytes, std::uint64_t file_bytes) {
+    if (dims.size() > H5S_MAX_RANK) return "rank " + std::to_string(dims.size()) + ": too many";
+    const H5D_layout_t layout = H5Pget_layout(plist);
+    if (layout < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return "its storage layout cannot be read";
+    }
+    if (layout == H5D_VIRTUAL) {
+        std::size_t count = 0;
+        H5Pget_virtual_count(plist, &count);
+        const std::string first = count ? detail::first_source(plist) : "";
+        return "virtual dataset (" + std::to_string(count) + " source mapping" +
+               (count == 1 ? "" : "s") + (first.empty() ? "" : ", the first " + first) +
+               "): not supported (its sources are other datasets, itself included; copy the "
+               "data into a real dataset)";
+    }
+    const int external = H5Pget_external_count(plist);
+    if (external != 0) {
+        char name[256] = {};
+        off_t offset = 0;
+        hsize_t size = 0;
+        if (external < 0 || H5Pget_external(plist, 0, sizeof name, name, &offset, &size) < 0)
+            H5Eclear2(H5E_DEFAULT);
+        return "its raw data is in " + std::to_string(external) + " external file" +
+               (external == 1 ? "" : "s") +
+               (name[0] ? std::string(" (the first ") + name + ")" : "") +
+               ": not supported (the file would choose what is read)";
+    }
+    const int filters = H5Pget_nfilters(plist);
+    if (filters < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return "its filter pipeline cannot be read";
+    }
+    for (int i = 0; i < filters; ++i) {
+        unsigned flags = 0, config = 0;
+        std::size_t values = 0;
+        char name[64] = {};
+        const H5Z_filter_t filter = H5Pget_filter2(plist, static_cast<unsigned>(i), &flags, &values,
+                                                   nullptr, sizeof name, name, &config);
+        if (filter < 0 || !known_filter(filter) || H5Zfilter_avail(filter) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return "filter " + std::to_string(filter) +
+                   (name[0] ? std::string(" (") + name + ")" : "") +
+                   ": not supported (deflate, shuffle, fletcher32, szip, nbit and scaleoffset, "
+                   "as libhdf5 has them)";
+        }
+    }
+    if (layout == H5D_CHUNKED)
+        return detail::chunk_refusal(dataset, plist, dims, element_bytes, file_bytes, filters);
+    if (layout == H5D_CONTIGUOUS) {
+        std::uint64_t bytes = element_bytes;
+        for (hsize_t d : dims)
+            if (__builtin_mul_overflow(bytes, d, &bytes)) return "its size overflows 64 bits";
+        const haddr_t address = H5Dget_offset(dataset);
+        H5Eclear2(H5E_DEFAULT); // HADDR_UNDEF: never written, read as the fill value
+        if (address != HADDR_UNDEF && (address > file_bytes || bytes > file_bytes - address))
+            return "its " + std::to_string(bytes) + " bytes of data at " + std::to_string(address) +
+                   " end past the end of the file (" + std::to_string(file_bytes) + " bytes)";
+    }
+    return "";
+}
+
+} // namespace loaderlens::probes::hdf5_safety
