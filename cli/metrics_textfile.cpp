@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -16,13 +18,18 @@ namespace loaderlens::cli {
 
 namespace {
 
-std::string temp_name(const std::string& path) {
-    return path + "." + std::to_string(getpid()) + ".tmp";
+std::string temp_name(const std::string& name) {
+    return name + "." + std::to_string(getpid()) + ".tmp";
 }
 
-// Whether `path` starts like an SQLite database (a recording): the 16-byte header.
-bool is_sqlite_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+// Directories problem() opened, for the MetricsTextfile made next for the same path: the one
+// checked is the one written to, whatever its path names later.
+std::mutex checked_mutex;
+std::map<std::string, int> checked_directories;
+
+// Whether `name` in `dir_fd` starts like an SQLite database (a recording): the 16-byte header.
+bool is_sqlite_file(int dir_fd, const std::string& name) {
+    const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) return false;
     char header[16] = {};
     const ssize_t n = ::read(fd, header, sizeof header);
@@ -30,28 +37,27 @@ bool is_sqlite_file(const std::string& path) {
     return n == sizeof header && std::memcmp(header, "SQLite format 3", 16) == 0;
 }
 
-// Writes `text` to `temp` and renames it over `path`; the reason when that fails (temp removed).
-std::optional<std::string> write_atomically(const std::string& temp, const std::string& path,
-                                            const std::string& text) {
-    ::unlink(temp.c_str()); // one left by a writer that died: O_EXCL then never follows a link
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return std::string("cannot create ") + temp + ": " + std::strerror(errno);
-    std::size_t done = 0;
-    int error = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            error = n < 0 ? errno : ENOSPC;
-            break;
-        }
-        done += static_cast<std::size_t>(n);
+std::optional<std::string> check_in(int dir_fd, const std::string& path,
+                                    const InputFiles& run_files) {
+    const std::string named = "--metrics-textfile " + path;
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (auto problem = output_target_problem(named, path, dir_fd, name, run_files)) return problem;
+    if (is_sqlite_file(dir_fd, name))
+        return named + ": is an SQLite file (a recording?): not replaced";
+    // What each rewrite does: make a file in the directory (permissions, a read-only mount).
+    const std::string temp = temp_name(name);
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    const int fd =
+        ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        const std::string directory = std::filesystem::path(path).has_parent_path()
+                                          ? std::filesystem::path(path).parent_path().string()
+                                          : ".";
+        return named + ": cannot write in " + directory + ": " + std::strerror(errno);
     }
-    if (::close(fd) != 0 && error == 0) error = errno;
-    if (error == 0 && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
-    if (error == 0) return std::nullopt;
-    ::unlink(temp.c_str());
-    return std::strerror(error);
+    ::close(fd);
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return std::nullopt;
 }
 
 } // namespace
@@ -60,34 +66,47 @@ std::optional<std::string> MetricsTextfile::problem(const std::string& path,
                                                     const InputFiles& run_files) {
     if (auto problem = output_name_problem("--metrics-textfile", path)) return problem;
     const std::string option = "--metrics-textfile " + path + ": ";
-    const std::filesystem::path p(path);
-    const std::string name = p.filename().string();
+    const std::string name = std::filesystem::path(path).filename().string();
     if (!name.ends_with(".prom"))
         return option + "the name must end in .prom (node_exporter's textfile collector reads "
                         "only *.prom files)";
-    const std::string directory = p.parent_path().empty() ? "." : p.parent_path().string();
-    struct stat st {};
-    if (::stat(directory.c_str(), &st) != 0)
-        return option + "directory " + directory + ": " + std::strerror(errno);
-    if (!S_ISDIR(st.st_mode)) return option + directory + " is not a directory";
-    if (::lstat(path.c_str(), &st) == 0) {
-        if (!S_ISREG(st.st_mode)) return option + "exists and is not a regular file: not replaced";
-        if (is_sqlite_file(path)) return option + "is an SQLite file (a recording?): not replaced";
+    int dir_fd = -1;
+    try {
+        dir_fd = open_output_directory("--metrics-textfile " + path, path, true);
+    } catch (const OutputRuleError& e) {
+        return e.what();
     }
-    if (auto file = run_files.input_at(path))
-        return option + "is " + *file + ", a file of this run: not written over";
-    // What each rewrite does: make a file in the directory (permissions, a read-only mount).
-    const std::string temp = temp_name(path);
-    ::unlink(temp.c_str());
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return option + "cannot write in " + directory + ": " + std::strerror(errno);
-    ::close(fd);
-    ::unlink(temp.c_str());
+    if (auto problem = check_in(dir_fd, path, run_files)) {
+        ::close(dir_fd);
+        return problem;
+    }
+    std::lock_guard lock(checked_mutex);
+    auto [it, added] = checked_directories.emplace(path, dir_fd);
+    if (!added) {
+        ::close(it->second);
+        it->second = dir_fd;
+    }
     return std::nullopt;
 }
 
 MetricsTextfile::MetricsTextfile(std::string path, std::string recording)
-    : path_(std::move(path)), temp_(temp_name(path_)), recording_path_(std::move(recording)) {
+    : path_(std::move(path)), name_(std::filesystem::path(path_).filename().string()),
+      temp_(temp_name(name_)), recording_path_(std::move(recording)) {
+    {
+        std::lock_guard lock(checked_mutex);
+        if (auto it = checked_directories.find(path_); it != checked_directories.end()) {
+            dir_fd_ = it->second;
+            checked_directories.erase(it);
+        }
+    }
+    if (dir_fd_ < 0) {
+        try {
+            dir_fd_ = open_output_directory("--metrics-textfile " + path_, path_, true);
+        } catch (const OutputRuleError& e) {
+            warned_ = true;
+            warning_ = e.what();
+        }
+    }
     thread_ = std::thread([this] { run(); });
 }
 
@@ -98,6 +117,7 @@ MetricsTextfile::~MetricsTextfile() {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void MetricsTextfile::warn(const std::string& message) {
@@ -126,7 +146,8 @@ bool MetricsTextfile::read() {
 }
 
 void MetricsTextfile::write(const std::string& text) {
-    if (auto problem = write_atomically(temp_, path_, text))
+    if (dir_fd_ < 0) return; // said when it could not be opened
+    if (auto problem = replace_at(dir_fd_, temp_, name_, text))
         warn("cannot write: " + *problem + "; the recording goes on (tried again each second)");
 }
 

@@ -4,8 +4,11 @@
 // rewrites the file every second with the latest figures per role and worker slot, in the
 // Prometheus text format 0.0.4 that node_exporter's textfile collector reads. Each write goes to
 // a temporary file beside it (NAME.prom.PID.tmp: not *.prom, so never read half-written) renamed
-// over it. A failed write is one warning; the recording and the command go on. At the end the
-// file keeps the last figures with loaderlens_recording_live 0.
+// over it. Both are made relative to the directory opened once, when the path is checked
+// (openat/renameat, O_NOFOLLOW; a directory owned by this user or root): a directory of the path
+// swapped for a symbolic link mid-run redirects nothing (the output rule, docs/outputs.md). A
+// failed write is one warning; the recording and the command go on. At the end the file keeps the
+// last figures with loaderlens_recording_live 0.
 #pragma once
 
 #include "loaderlens/live_metrics.hpp"
@@ -26,7 +29,8 @@ class MetricsTextfile {
     // Why `path` cannot take the textfile, in one line naming it: a name that does not end in
     // .prom, a directory that is missing or where no file can be made, an existing file that is
     // not a regular one or is a recording, one of `run_files` (the recording, the command's
-    // inputs). Nothing when it can.
+    // inputs), a directory another user owns. Nothing when it can; the directory stays open for
+    // the MetricsTextfile of that path.
     static std::optional<std::string> problem(const std::string& path, const InputFiles& run_files);
 
     // Starts the thread: writes `path` at once, then every second, from `recording`.
@@ -51,7 +55,8 @@ class MetricsTextfile {
     void write(const std::string& text);
     void warn(const std::string& message);
 
-    std::string path_, temp_, recording_path_;
+    std::string path_, name_, temp_, recording_path_;
+    int dir_fd_ = -1; // the directory, opened by problem() (or here when it was not called)
     std::unique_ptr<Recording> recording_; // the thread's, then stop_reading()'s
     Cursor cursor_;
     LiveMetrics metrics_;

@@ -128,6 +128,8 @@ int output_exit_code(int error) {
 int open_output_directory(const std::string& named, const std::string& path, bool owner_checked) {
     const std::string directory = directory_of(path);
     const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOTDIR)
+        throw OutputRuleError(named + ": " + directory + " is not a directory", 2);
     if (fd < 0)
         throw OutputRuleError(named + ": directory " + directory + ": " + std::strerror(errno), 2);
     struct stat st {};
@@ -152,13 +154,13 @@ std::optional<std::string> output_target_problem(const std::string& named, const
         return named + ": names a directory, not a file";
     if (auto input = inputs.input_at(path))
         return named + ": is " + (*input == path ? "an input" : "the input " + *input) +
-               " of this run: not written over";
+               ", a file of this run: not written over";
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
     if (S_ISLNK(st.st_mode))
         return named + ": is a symbolic link: an output is never written through one";
     if (!S_ISREG(st.st_mode))
-        return named + ": is " + kind_of(st.st_mode) + ": only a regular file is replaced";
+        return named + ": is " + kind_of(st.st_mode) + ", not a regular file: not replaced";
     return std::nullopt;
 }
 
