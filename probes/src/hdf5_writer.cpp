@@ -2,6 +2,7 @@
 // `mkdata hdf5`: one dataset of (count, *sample_shape), contiguous or chunked, optionally gzip,
 // written in slabs of bounded size with hyperslab selections (docs/datasets.md).
 #include "hdf5_file.hpp"
+#include "hdf5_layouts.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -132,6 +133,64 @@ void write_hdf5(const Hdf5WriteSpec& spec, std::int64_t slab_bytes, const Hdf5Fi
     file.id = -1;
     if (dataset_closed < 0 || file_closed < 0)
         fail(path, "cannot finish the HDF5 file (" + hdf5_error_text() + ")");
+}
+
+} // namespace loaderlens::probes
+
+namespace loaderlens::probes {
+
+namespace {
+std::size_t pass_through(unsigned, std::size_t, const unsigned[], std::size_t bytes, std::size_t*,
+                         void**) {
+    return bytes;
+}
+} // namespace
+
+void write_hdf5_layout(const Hdf5Layout& l) {
+    silence_hdf5_errors();
+    const auto refused = [&](const std::string& what) {
+        throw DatasetError(l.path + ": " + what + ": " + hdf5_error_text());
+    };
+    Owned access{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
+    if (l.latest_format) H5Pset_libver_bounds(access.id, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    Owned file{H5Fcreate(l.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.id), H5Fclose};
+    if (file.id < 0) refused("cannot create");
+    std::vector<hsize_t> dims(l.shape.begin(), l.shape.end()), max = dims;
+    if (l.growable) max[0] = H5S_UNLIMITED;
+    Owned space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max.data()), H5Sclose};
+    Owned create{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+    if (!l.chunks.empty()) {
+        const std::vector<hsize_t> chunks(l.chunks.begin(), l.chunks.end());
+        if (H5Pset_chunk(create.id, static_cast<int>(chunks.size()), chunks.data()) < 0)
+            refused("chunks");
+    }
+    if (l.gzip) H5Pset_deflate(create.id, static_cast<unsigned>(l.gzip));
+    if (l.unknown_filter) {
+        const H5Z_class2_t filter{H5Z_CLASS_T_VERS, l.unknown_filter, 1,       1,
+                                  "pass-through",   nullptr,          nullptr, pass_through};
+        if (H5Zregister(&filter) < 0 ||
+            H5Pset_filter(create.id, l.unknown_filter, H5Z_FLAG_MANDATORY, 0, nullptr) < 0)
+            refused("filter");
+    }
+    if (!l.virtual_file.empty() && H5Pset_virtual(create.id, space.id, l.virtual_file.c_str(),
+                                                  l.virtual_dataset.c_str(), space.id) < 0)
+        refused("virtual mapping");
+    std::uint64_t bytes = 1;
+    for (hsize_t d : dims)
+        bytes *= d;
+    if (!l.external_file.empty() &&
+        H5Pset_external(create.id, l.external_file.c_str(), 0, static_cast<hsize_t>(bytes)) < 0)
+        refused("external file");
+    Owned dataset{H5Dcreate2(file.id, l.dataset.c_str(), H5T_STD_U8LE, space.id, H5P_DEFAULT,
+                             create.id, H5P_DEFAULT),
+                  H5Dclose};
+    if (dataset.id < 0) refused("cannot create " + l.dataset);
+    if (!l.virtual_file.empty() || !l.external_file.empty()) return; // their data is elsewhere
+    std::vector<unsigned char> data(bytes);
+    for (std::size_t i = 0; i < data.size(); ++i)
+        data[i] = static_cast<unsigned char>(i % 251);
+    if (H5Dwrite(dataset.id, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+        refused("cannot write " + l.dataset);
 }
 
 } // namespace loaderlens::probes

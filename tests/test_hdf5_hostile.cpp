@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// Hostile HDF5 (loaderlens issue 27, N7): files libhdf5 1.10.8 would crash on or read from
+// elsewhere, written with libhdf5's C API (probes/src/hdf5_layouts.hpp) and, for damage below
+// the API, with bytes of such a file patched where reading them back finds them. Each goes
+// through `load` with no workers and with workers: exit 2, one line naming the file and the
+// dataset, never a signal (before the checks of probes/src/hdf5_safety.hpp, the virtual dataset
+// killed main with SIGSEGV and the others were read as if nothing was wrong).
+#include "../probes/src/hdf5_layouts.hpp"
+#include "support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <fstream>
+
+using namespace loaderlens::probes;
+using namespace loaderlens::test;
+
+namespace {
+
+std::string read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// `load` with 0 and with 2 workers: exit 2, one line naming the file, the dataset and `reason`.
+void check_refused(const std::string& file, const std::string& reason) {
+    for (const char* workers : {"0", "2"}) {
+        const RunResult result = run({cli_path(), "load", "-q", "--workers", workers, "--", file},
+                                     std::chrono::seconds(20));
+        BOOST_TEST_CONTEXT(file << " with " << workers << " workers") {
+            BOOST_TEST(result.exit_code == 2, result.exit_code << ": " << result.err);
+            BOOST_TEST(lines_of(result.err).size() == 1u, result.err);
+            BOOST_TEST(result.err.find(file + ": dataset /data: ") != std::string::npos,
+                       result.err);
+            BOOST_TEST(result.err.find(reason) != std::string::npos, result.err);
+        }
+    }
+}
+
+void check_loads(const std::string& file) {
+    for (const char* workers : {"0", "2"}) {
+        const RunResult result = run({cli_path(), "load", "-q", "--workers", workers, "--", file},
+                                     std::chrono::seconds(20));
+        BOOST_TEST(result.exit_code == 0,
+                   file << " with " << workers << " workers: " << result.err);
+    }
+}
+
+// The chunked 8x6 file with chunks (3, 5) of the default file format, and where its layout
+// message holds the chunk shape: (3, 5, element size 1) as 32-bit little-endian numbers, found
+// once in the file.
+std::pair<std::string, std::size_t> chunked_file(const TempDir& dir) {
+    Hdf5Layout layout;
+    layout.path = dir.file("chunked.h5");
+    layout.chunks = {3, 5};
+    write_hdf5_layout(layout);
+    const std::string bytes = read_bytes(layout.path);
+    const std::uint32_t shape[] = {3, 5, 1};
+    const std::string needle(reinterpret_cast<const char*>(shape), sizeof shape);
+    const std::size_t at = bytes.find(needle);
+    BOOST_REQUIRE(at != std::string::npos);
+    BOOST_REQUIRE(bytes.find(needle, at + 1) == std::string::npos);
+    return {bytes, at};
+}
+
+// A copy of the chunked file whose chunk dimension `dimension` says `value`.
+std::string with_chunk_dimension(const TempDir& dir, std::size_t dimension, std::uint32_t value) {
+    auto [bytes, at] = chunked_file(dir);
+    std::memcpy(bytes.data() + at + 4 * dimension, &value, sizeof value);
+    const std::string path =
+        dir.file("chunk" + std::to_string(dimension) + "_" + std::to_string(value) + ".h5");
+    write_bytes(path, bytes);
+    return path;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(hdf5_hostile)
+
+// The issue's stack overflow: a virtual dataset whose source is itself ("." is the same file).
+// One whose source is another file is refused too: the loader cannot bound where that leads.
+BOOST_AUTO_TEST_CASE(virtual_datasets_are_refused) {
+    TempDir dir;
+    Hdf5Layout itself;
+    itself.path = dir.file("itself.h5");
+    itself.virtual_file = ".";
+    itself.virtual_dataset = "/data";
+    write_hdf5_layout(itself);
+    check_refused(itself.path, "virtual dataset (1 source mapping, the first .:/data)");
+
+    Hdf5Layout source;
+    source.path = dir.file("source.h5");
+    write_hdf5_layout(source);
+    Hdf5Layout other = itself;
+    other.path = dir.file("other.h5");
+    other.virtual_file = source.path;
+    write_hdf5_layout(other);
+    check_refused(other.path, "virtual dataset");
+}
+
+// A file that names /etc/shadow or /dev/zero as its raw storage was read from there.
+BOOST_AUTO_TEST_CASE(external_raw_storage_is_refused) {
+    TempDir dir;
+    for (const std::string external : {"/etc/shadow", "/dev/zero"}) {
+        Hdf5Layout layout;
+        layout.path = dir.file("external" + std::to_string(external.size()) + ".h5");
+        layout.external_file = external;
+        write_hdf5_layout(layout);
+        check_refused(layout.path, "external file (the first " + external + ")");
+    }
+}
+
+// A filter libhdf5 does not carry (HDF5 would look for it as a plugin): refused before reading.
+BOOST_AUTO_TEST_CASE(filters_libhdf5_lacks_are_refused) {
+    TempDir dir;
+    Hdf5Layout layout;
+    layout.path = dir.file("filter.h5");
+    layout.chunks = {4, 6};
+    layout.unknown_filter = 307;
+    write_hdf5_layout(layout);
+    check_refused(layout.path, "filter 307 (pass-through): not supported");
+}
+
+// The chunk shape in the layout message changed: larger than the dataset, more chunks in the
+// index than the shape has room for, chunks of another size than the index stored. Before, all
+// of these were read as if the shape were right.
+BOOST_AUTO_TEST_CASE(chunk_shape_that_disagrees_with_the_index_is_refused) {
+    TempDir dir;
+    check_refused(with_chunk_dimension(dir, 0, 100), "chunk dimension 0 is 100, larger than");
+    check_refused(with_chunk_dimension(dir, 1, 1000), "chunk dimension 1 is 1000, larger than");
+    check_refused(with_chunk_dimension(dir, 0, 4), "its chunk index holds 6 chunks, more than");
+    check_refused(with_chunk_dimension(dir, 0, 2), "stores 15 bytes, its shape needs 10");
+    check_refused(with_chunk_dimension(dir, 1, 3), "stores 15 bytes, its shape needs 9");
+    check_loads(with_chunk_dimension(dir, 1, 5)); // the copy itself, unchanged
+}
+
+// What the checks must keep: growable datasets with chunks longer than the data (h5py's
+// maxshape=(None, ...)), the newest file format's chunk indexes, gzip, contiguous.
+BOOST_AUTO_TEST_CASE(supported_layouts_still_load) {
+    TempDir dir;
+    Hdf5Layout growable;
+    growable.path = dir.file("growable.h5");
+    growable.shape = {5, 4};
+    growable.chunks = {16, 4};
+    growable.growable = true;
+    write_hdf5_layout(growable);
+    check_loads(growable.path);
+    for (const bool latest : {false, true}) {
+        Hdf5Layout gzip;
+        gzip.path = dir.file(latest ? "latest.h5" : "gzip.h5");
+        gzip.shape = {100, 3, 7};
+        gzip.chunks = {8, 3, 7};
+        gzip.gzip = 4;
+        gzip.latest_format = latest;
+        write_hdf5_layout(gzip);
+        check_loads(gzip.path);
+    }
+    Hdf5Layout contiguous;
+    contiguous.path = dir.file("contiguous.h5");
+    write_hdf5_layout(contiguous);
+    check_loads(contiguous.path);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
