@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +41,18 @@ bool exists_as_anything(const std::string& name) {
     return ::lstat(name.c_str(), &st) == 0;
 }
 
+// What `name` (under `directory`) names now; nullopt when nothing. `unknown`: it could not be
+// told (permission denied, an I/O error), which is not taken for the file being gone.
+std::optional<std::pair<unsigned long long, unsigned long long>>
+named_at(int directory, const std::string& name, bool* unknown = nullptr) {
+    struct stat st {};
+    if (::fstatat(directory, name.c_str(), &st, 0) == 0)
+        return std::make_pair(static_cast<unsigned long long>(st.st_dev),
+                              static_cast<unsigned long long>(st.st_ino));
+    if (unknown) *unknown = errno != ENOENT && errno != ENOTDIR;
+    return std::nullopt;
+}
+
 } // namespace
 
 Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
@@ -64,14 +77,24 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         companion_existed[i] = exists_as_anything(path + sqlite_companions[i]);
     // Create the file ourselves first: open(2) names the real problem (exists, no such directory,
     // permission denied) better than SQLite's "unable to open database file".
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    file_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (file_fd_ < 0) {
         if (errno == EEXIST) throw RecorderError(path + ": file exists (use --force to overwrite)");
         const int error = errno;
         throw RecorderError(path + ": cannot create: " + std::strerror(error),
                             error == ENOSPC || error == EDQUOT);
     }
-    ::close(fd);
+    // The fd is held, unused, until SQLite has closed the file: closing any fd of a file drops
+    // the process's POSIX locks on it, SQLite's included.
+    struct stat created {};
+    ::fstat(file_fd_, &created);
+    file_ = {created.st_dev, created.st_ino};
+    std::error_code error;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    absolute_path_ = error ? path : absolute.string();
+    base_name_ = absolute.filename().string();
+    directory_fd_ =
+        ::open(error ? "." : absolute.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     try {
         db_ = std::make_unique<sql::Database>(path, sql::open_read_write);
         db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
@@ -85,11 +108,17 @@ Recorder::Recorder(const std::string& path, bool overwrite) : path_(path) {
         set_meta("writer_pid", std::to_string(::getpid()));
         set_meta("host", recording_host_name());
         commit();
+        if (directory_fd_ >= 0) {
+            wal_ = named_at(directory_fd_, base_name_ + "-wal");
+            shm_ = named_at(directory_fd_, base_name_ + "-shm");
+        }
+        next_check_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     } catch (const sql::Error& e) {
         loader_.reset();
         residency_.reset();
         rows_.reset();
         db_.reset();
+        close_fds();
         ::unlink(path.c_str());
         for (std::size_t i = 0; i < sqlite_companions.size(); ++i)
             if (!companion_existed[i]) ::unlink((path + sqlite_companions[i]).c_str());
@@ -105,15 +134,103 @@ Recorder::~Recorder() {
         // Closed without finish() (an error path): SQLite folds the WAL into the main file and
         // deletes it on close. Leave the header in rollback mode too, so that a reader does not
         // take the deleted WAL for a lost one.
-        if (!finished_) db_->exec("PRAGMA journal_mode=DELETE");
+        if (!finished_ && lost_.empty()) db_->exec("PRAGMA journal_mode=DELETE");
     } catch (...) {
     }
     loader_.reset();
     residency_.reset();
     rows_.reset();
+    db_.reset();
+    // Bytes 18 and 19: file format write and read versions, 2 in WAL mode, 1 in rollback mode.
+    constexpr unsigned char rollback_mode[2] = {1, 1};
+    if (rollback_header_ && ::pwrite(file_fd_, rollback_mode, 2, 18) != 2) {
+        // Left in WAL mode: a reader warns that the -wal may hold more; the data is all there.
+    }
+    close_fds();
+}
+
+void Recorder::close_fds() {
+    if (file_fd_ >= 0) ::close(file_fd_);
+    if (directory_fd_ >= 0) ::close(directory_fd_);
+    file_fd_ = directory_fd_ = -1;
+}
+
+void Recorder::begin() {
+    if (!lost_.empty()) throw RecorderError(lost_);
+    if (!in_transaction_) {
+        db_->exec("BEGIN");
+        in_transaction_ = true;
+    }
+}
+
+void Recorder::check_still_named(bool now) {
+    if (!lost_.empty()) throw RecorderError(lost_);
+    const auto t = std::chrono::steady_clock::now();
+    if (!now && t < next_check_) return;
+    next_check_ = t + std::chrono::seconds(1);
+    // A few stat calls a second at most: SQLite would write on into a file nobody can find.
+    bool unknown = false;
+    const auto named = named_at(AT_FDCWD, absolute_path_, &unknown);
+    if (unknown || named == file_) {
+        if (directory_fd_ < 0 || !wal_) return;
+        const auto wal = named_at(directory_fd_, base_name_ + "-wal", &unknown);
+        if (unknown || wal == wal_) return;
+        lost_ = "its -wal file was deleted or replaced while it was being written";
+    } else if (directory_fd_ >= 0 && named_at(directory_fd_, base_name_) == file_) {
+        lost_ = "a directory on its path was renamed or replaced while it was being written";
+    } else if (named) {
+        lost_ = "another file was put in its place while it was being written (that file is left "
+                "as it is)";
+    } else {
+        struct stat st {};
+        lost_ = ::fstat(file_fd_, &st) == 0 && st.st_nlink > 0
+                    ? "it was renamed or moved away while it was being written"
+                    : "it was deleted while it was being written";
+    }
+    stop_writing();
+    throw RecorderError(lost_);
+}
+
+void Recorder::stop_writing() {
+    try {
+        if (in_transaction_) db_->exec("ROLLBACK");
+    } catch (const sql::Error&) {
+    }
+    in_transaction_ = false;
+    // What was committed goes into the file wherever it is now (renamed away, moved with its
+    // directory): whole without the -wal it leaves behind.
+    struct stat st {};
+    bool folded = false;
+    if (::fstat(file_fd_, &st) == 0 && st.st_nlink > 0) {
+        try {
+            auto checkpoint = db_->prepare("PRAGMA wal_checkpoint(TRUNCATE)");
+            folded = checkpoint.step() && checkpoint.int64(0) == 0; // not busy: all of it
+        } catch (const sql::Error&) {
+        }
+    }
+    try {
+        db_->keep_wal_on_close();
+    } catch (const sql::Error&) {
+    }
+    // Our -wal and -shm must not be taken for those of whatever file gets the name now (SQLite
+    // would apply our WAL to it). Beside the file itself (its directory moved) they stay with it,
+    // unless its -wal is gone.
+    if (directory_fd_ < 0) return;
+    const bool beside = named_at(directory_fd_, base_name_) == file_;
+    const bool wal_beside = beside && named_at(directory_fd_, base_name_ + "-wal").has_value();
+    for (const auto& [suffix, ours] : {std::pair{"-wal", wal_}, std::pair{"-shm", shm_}}) {
+        const std::string name = base_name_ + suffix;
+        if (!wal_beside && ours && named_at(directory_fd_, name) == ours)
+            ::unlinkat(directory_fd_, name.c_str(), 0);
+    }
+    // SQLite refuses to change the journal mode of a file that moved (SQLITE_READONLY_DBMOVED).
+    // Once closed, the header says rollback mode, as PRAGMA journal_mode=DELETE would write it,
+    // so that a reader does not look for a -wal that held nothing more.
+    rollback_header_ = folded && !wal_beside;
 }
 
 void Recorder::commit() {
+    check_still_named(false);
     if (!in_transaction_) return;
     demote_undeclared_workers();
     db_->exec("COMMIT");
@@ -135,10 +252,7 @@ void Recorder::demote_undeclared_workers() {
 }
 
 void Recorder::set_meta(const std::string& key, const std::string& value) {
-    if (!in_transaction_) {
-        db_->exec("BEGIN");
-        in_transaction_ = true;
-    }
+    begin();
     rows_->meta(key, value);
 }
 
@@ -172,10 +286,7 @@ void Recorder::note_unavailable(std::int64_t t_ms, const Unavailability& problem
 }
 
 void Recorder::write(const SampleBatch& b) {
-    if (!in_transaction_) {
-        db_->exec("BEGIN");
-        in_transaction_ = true;
-    }
+    begin();
     const std::int64_t t = b.t_ms;
     for (const auto& p : b.born)
         write_process(p, true);
@@ -204,10 +315,7 @@ void Recorder::write(const SampleBatch& b) {
 }
 
 void Recorder::write_loader_events(const LoaderRun& run) {
-    if (!in_transaction_) {
-        db_->exec("BEGIN");
-        in_transaction_ = true;
-    }
+    begin();
     if (!run.empty() || !run.status.empty()) loader_heard_ = true;
     if (!run.config_json.empty()) set_meta("loader.config", run.config_json);
     if (!run.status.empty()) set_meta("loader.status", run.status);
@@ -222,10 +330,7 @@ void Recorder::write_loader_events(const LoaderRun& run) {
 void Recorder::end_loader_run() {
     // A loader that never said anything (it did not start): no account to end, nobody demoted.
     if (!loader_heard_) return;
-    if (!in_transaction_) {
-        db_->exec("BEGIN");
-        in_transaction_ = true;
-    }
+    begin();
     loader_->reconcile();
     loader_ended_ = true;
     auto status = db_->prepare("SELECT EXISTS(SELECT 1 FROM meta WHERE key='loader.status')");
@@ -240,6 +345,7 @@ void Recorder::write_loader_run(const LoaderRun& run) {
 }
 
 void Recorder::finish(const std::string& state, std::int64_t end_ms) {
+    check_still_named(true); // a recording is not called finished where nobody can find it
     finished_ = true;
     set_meta("state", state);
     set_meta("end_ms", std::to_string(end_ms));

@@ -164,6 +164,11 @@ std::int64_t Database::last_insert_rowid() const {
     return sqlite3_last_insert_rowid(db_);
 }
 
+void Database::keep_wal_on_close() {
+    const int rc = sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    if (rc != SQLITE_OK) throw Error("cannot keep the -wal on close", rc);
+}
+
 bool Database::has_table(const std::string& name) {
     auto q = prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     q.bind(1, name);

@@ -8,11 +8,14 @@
 #include "loaderlens/sample_batch.hpp"
 #include "loaderlens/sqlite.hpp"
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace loaderlens {
 
@@ -68,8 +71,28 @@ class Recorder {
     void note_unavailable(std::int64_t t_ms, const Unavailability& problem);
     void write_process(const ProcessInfo& info, bool insert);
     void demote_undeclared_workers();
+    void begin();
+    // Throws RecorderError when `path` no longer names the file written (deleted, renamed away,
+    // another file or directory put in its place) or its -wal is not the one written: at most
+    // once a second unless `now`. Writing then stops for good (stop_writing).
+    void check_still_named(bool now);
+    void stop_writing();
+    void close_fds();
+
+    // Which file a name leads to: st_dev, st_ino.
+    using Identity = std::pair<unsigned long long, unsigned long long>;
 
     std::string path_;
+    // Where the file was created: the absolute name (SQLite's too), and its directory held open
+    // so that the -wal and -shm beside the file are found even if a directory above is moved.
+    std::string absolute_path_, base_name_;
+    int directory_fd_ = -1;
+    int file_fd_ = -1; // the file created, held until SQLite closed it: deleted or only renamed
+    Identity file_{};
+    std::optional<Identity> wal_, shm_;
+    std::chrono::steady_clock::time_point next_check_{};
+    std::string lost_;             // why writing stopped (the file lost its name), or empty
+    bool rollback_header_ = false; // the WAL was folded into the file, renamed away: see ~Recorder
     std::unique_ptr<sql::Database> db_;
     std::unique_ptr<RowWriter> rows_;
     std::unique_ptr<ResidencyWriter> residency_;

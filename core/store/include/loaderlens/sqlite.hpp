@@ -88,6 +88,9 @@ class Database {
     // The table's column names (PRAGMA table_info), in order; empty when there is no such table.
     std::vector<std::string> column_names(const std::string& table);
     std::int64_t last_insert_rowid() const;
+    // Closing then neither checkpoints nor deletes FILE-wal and FILE-shm by name: for a database
+    // whose name no longer leads to it, where those names may belong to someone else's file now.
+    void keep_wal_on_close();
 
   private:
     sqlite3* db_ = nullptr;
