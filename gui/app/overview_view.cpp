@@ -72,16 +72,15 @@ void OverviewView::show_detail(int row) {
         detail_->clear();
         return;
     }
-    QString html = "<h3>" + QString::fromStdString(f->title).toHtmlEscaped() + "</h3><ul>";
+    QString html = "<h3>" + recorded_text(f->title).toHtmlEscaped() + "</h3><ul>";
     for (const auto& line : f->evidence)
-        html += "<li>" + QString::fromStdString(line).toHtmlEscaped() + "</li>";
+        html += "<li>" + recorded_text(line).toHtmlEscaped() + "</li>";
     html += "</ul>";
     if (!f->advice.empty())
-        html += "<p><b>What to change:</b> " + QString::fromStdString(f->advice).toHtmlEscaped() +
-                "</p>";
+        html += "<p><b>What to change:</b> " + recorded_text(f->advice).toHtmlEscaped() + "</p>";
     html += "<p style='color:#666'>Key figure: " + figure_text(*f).toHtmlEscaped() + " (" +
-            QString::fromStdString(f->figure_name).toHtmlEscaped() + "); kind <code>" +
-            QString::fromStdString(f->kind).toHtmlEscaped() + "</code> (docs/findings.md)</p>";
+            recorded_text(f->figure_name).toHtmlEscaped() + "); kind <code>" +
+            recorded_text(f->kind).toHtmlEscaped() + "</code> (docs/findings.md)</p>";
     detail_->setHtml(html);
 }
 
@@ -96,7 +95,7 @@ void OverviewView::pick_finding(int row) {
                                    f->to_ms / 1000.0 + span * 0.05);
     }
     context_.selection->set(f->process_ids.empty() ? 0 : f->process_ids.front(), f->slot,
-                            QString::fromStdString(f->file));
+                            recorded_text(f->file));
 }
 
 void OverviewView::refresh() {
@@ -104,7 +103,7 @@ void OverviewView::refresh() {
     const auto& meta = document().data().meta;
     auto meta_text = [&](const char* key) {
         auto it = meta.find(key);
-        return it == meta.end() ? QString() : QString::fromStdString(it->second);
+        return it == meta.end() ? QString() : recorded_text(it->second);
     };
     // A replay's command line is long: elided here, whole in the tooltip.
     const QString command = meta_text("command");
@@ -144,7 +143,7 @@ void OverviewView::refresh() {
         headline_->setText(QString("<span style='color:%1'><b>%2</b></span> %3")
                                .arg(colors[static_cast<int>(first.severity)],
                                     QString(to_string(first.severity)).toUpper(),
-                                    QString::fromStdString(first.title).toHtmlEscaped()));
+                                    recorded_text(first.title).toHtmlEscaped()));
     }
     if (!findings.empty()) {
         const QSignalBlocker block(finding_table_->selectionModel());

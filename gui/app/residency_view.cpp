@@ -64,8 +64,8 @@ void ResidencyView::refresh() {
         const QSignalBlocker block(files_);
         files_->clear();
         for (const ResidencyFile& f : document().data().residency_files)
-            files_->addItem(QString::fromStdString(f.path) + "  (" + kib_text(f.size_bytes / 1024) +
-                                ", " + to_string(f.method) + ")",
+            files_->addItem(recorded_text(f.path) + "  (" + kib_text(f.size_bytes / 1024) + ", " +
+                                to_string(f.method) + ")",
                             static_cast<qlonglong>(f.id));
         int index = files_->findData(current);
         // The loader's data file first when nothing was picked.

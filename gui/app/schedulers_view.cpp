@@ -59,15 +59,15 @@ void SchedulersView::refresh() {
                 if (p.value) points.push_back({p.t_ms, *p.value});
             QCPGraph* graph = plot_->addGraph();
             graph->setPen(QPen(PlotFrame::color(index++), 2));
-            graph->setName(
-                QString::fromStdString(view.name) +
-                (view.peak ? "  (peak " + kib_text(view.peak) + ")"
-                           : "  (unavailable: " + QString::fromStdString(view.unavailable) + ")"));
+            graph->setName(recorded_text(view.name) +
+                           (view.peak
+                                ? "  (peak " + kib_text(view.peak) + ")"
+                                : "  (unavailable: " + recorded_text(view.unavailable) + ")"));
             series_.push_back(std::move(points));
             graphs_.push_back(graph);
             if (view.limit.kb) {
                 const QString label = "limit " + kib_text(view.limit.kb) + " (" +
-                                      QString::fromStdString(view.limit.source) + ")";
+                                      recorded_text(view.limit.source) + ")";
                 if (std::find_if(limits.begin(), limits.end(), [&](const auto& l) {
                         return l.first == *view.limit.kb;
                     }) == limits.end())

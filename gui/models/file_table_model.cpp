@@ -21,7 +21,7 @@ void FileTableModel::set_files(std::vector<FileSummary> files) {
 
 int FileTableModel::row_of_path(const QString& wanted) const {
     for (std::size_t i = 0; i < files_.size(); ++i)
-        if (QString::fromStdString(files_[i].object.path) == wanted) return static_cast<int>(i);
+        if (recorded_text(files_[i].object.path) == wanted) return static_cast<int>(i);
     return -1;
 }
 
@@ -53,7 +53,7 @@ QVariant FileTableModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         switch (index.column()) {
         case path:
-            return QString::fromStdString(f.object.path);
+            return recorded_text(f.object.path);
         case kind:
             return QString(to_string(f.object.kind));
         case size:
@@ -85,7 +85,7 @@ QVariant FileTableModel::data(const QModelIndex& index, int role) const {
     case ObjectIdRole:
         return static_cast<qlonglong>(f.object.id);
     case Qt::ToolTipRole:
-        return index.column() == path ? QString::fromStdString(f.object.path) : QVariant();
+        return index.column() == path ? recorded_text(f.object.path) : QVariant();
     default:
         return {};
     }

@@ -28,14 +28,14 @@ QColor severity_color(Severity severity) {
 // What the key figure is and its value, as the other consumers write it ("margin: over by
 // 81.5 MiB", never a bare "-83420 KiB").
 QString figure_text(const Finding& f) {
-    return QString::fromStdString(finding_figure_text(f));
+    return recorded_text(finding_figure_text(f));
 }
 
 QString finding_detail(const Finding& f) {
     QString out;
     for (const auto& line : f.evidence)
-        out += "• " + QString::fromStdString(line) + "\n";
-    if (!f.advice.empty()) out += "\nWhat to change: " + QString::fromStdString(f.advice);
+        out += "• " + recorded_text(line) + "\n";
+    if (!f.advice.empty()) out += "\nWhat to change: " + recorded_text(f.advice);
     return out.trimmed();
 }
 
@@ -81,7 +81,7 @@ QVariant FindingListModel::data(const QModelIndex& index, int role) const {
     switch (role) {
     case Qt::DisplayRole:
         if (index.column() == severity) return QString(to_string(f.severity));
-        if (index.column() == title) return QString::fromStdString(f.title);
+        if (index.column() == title) return recorded_text(f.title);
         if (index.column() == figure) return figure_text(f);
         return {};
     case Qt::ToolTipRole:
@@ -89,7 +89,7 @@ QVariant FindingListModel::data(const QModelIndex& index, int role) const {
     case Qt::ForegroundRole:
         return index.column() == severity ? QVariant(severity_color(f.severity)) : QVariant();
     case KindRole:
-        return QString::fromStdString(f.kind);
+        return recorded_text(f.kind);
     case FromMsRole:
         return static_cast<qlonglong>(f.from_ms);
     case ToMsRole:
@@ -97,7 +97,7 @@ QVariant FindingListModel::data(const QModelIndex& index, int role) const {
     case SlotRole:
         return f.slot;
     case FileRole:
-        return QString::fromStdString(f.file);
+        return recorded_text(f.file);
     case ProcessIdsRole: {
         QVariantList ids;
         for (auto id : f.process_ids)

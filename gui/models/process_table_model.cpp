@@ -44,7 +44,7 @@ QVariant ProcessTableModel::display(const ProcessSummary& p, int column) const {
     const std::int64_t end = info.exit_ms.value_or(end_ms_);
     switch (column) {
     case process:
-        return QString::fromStdString(process_label(info));
+        return recorded_text(process_label(info));
     case role_column:
         return QString(to_string(info.role));
     case slot:
@@ -69,15 +69,14 @@ QVariant ProcessTableModel::display(const ProcessSummary& p, int column) const {
         return kib_text(p.final_rss);
     case final_pss: // a reading kept from before the end says its age
         if (p.final_pss && p.final_pss_age_ms > 0)
-            return kib_text(p.final_pss) + " (" +
-                   QString::fromStdString(age_text(p.final_pss_age_ms)) + ")";
+            return kib_text(p.final_pss) + " (" + recorded_text(age_text(p.final_pss_age_ms)) + ")";
         return kib_text(p.final_pss);
     case final_uss:
         return kib_text(p.final_uss);
     case exit:
         return info.exit_ms || info.exit_status ? exit_text(info.exit_status) : QString("running");
     case command:
-        return QString::fromStdString(info.cmdline.empty() ? info.comm : info.cmdline);
+        return recorded_text(info.cmdline.empty() ? info.comm : info.cmdline);
     default:
         return {};
     }
@@ -123,7 +122,7 @@ QVariant ProcessTableModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         return display(p, index.column());
     case Qt::ToolTipRole:
-        return QString::fromStdString(p.info.cmdline);
+        return recorded_text(p.info.cmdline);
     case Qt::TextAlignmentRole:
         return index.column() >= slot && index.column() <= final_uss
                    ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter))

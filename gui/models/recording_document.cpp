@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "recording_document.hpp"
 
+#include "display_text.hpp"
+
 #include <algorithm>
 #include <QCoreApplication>
 #include <QEventLoop>
@@ -46,7 +48,7 @@ std::shared_ptr<Opened> read_recording(const QString& path) {
         out->end = out->recording->end();
     } catch (const std::exception& e) {
         out->recording.reset();
-        out->error = QString::fromStdString(e.what());
+        out->error = recorded_text(e.what(), 1000);
     }
     return out;
 }
@@ -66,7 +68,7 @@ BuiltReport build_report_of(const QString& path) {
         Recording recording(path.toStdString());
         out.report = std::make_shared<const ReportData>(build_report(recording));
     } catch (const std::exception& e) {
-        out.error = QString::fromStdString(e.what());
+        out.error = recorded_text(e.what(), 1000);
     }
     out.cost_ms = timer.elapsed();
     return out;
@@ -122,6 +124,7 @@ void RecordingDocument::close() {
     has_data_ = false;
     report_running_ = report_stale_ = false;
     error_.clear();
+    report_error_.clear();
     path_.clear();
     set_state(State::none);
 }
@@ -244,7 +247,7 @@ bool RecordingDocument::poll() {
         }
         update_state(recording_->end());
     } catch (const std::exception& e) {
-        fail(QString::fromStdString(e.what()) + " (the last data read is shown)");
+        fail(recorded_text(e.what(), 1000) + " (the last data read is shown)");
         return came;
     }
     if (came) {
@@ -281,6 +284,7 @@ void RecordingDocument::start_report() {
         if (generation != generation_) return;
         report_running_ = false;
         last_report_cost_ms_ = built.cost_ms;
+        report_error_ = built.report ? QString() : built.error;
         if (built.report) {
             report_ = std::move(built.report);
             emit report_ready();
@@ -298,7 +302,9 @@ void RecordingDocument::start_report() {
 bool RecordingDocument::wait_for_report(int timeout_ms) {
     QElapsedTimer timer;
     timer.start();
-    while ((report_running_ || (!report_ && has_data_)) && timer.elapsed() < timeout_ms) {
+    // A report that failed is the answer: waiting longer would not change it.
+    while ((report_running_ || (!report_ && has_data_ && report_error_.isEmpty())) &&
+           timer.elapsed() < timeout_ms) {
         // Sleeps until an event (the report's) or 20 ms: processEvents() alone would spin a core
         // while the report is built on the other.
         QEventLoop loop;
@@ -329,12 +335,12 @@ QString RecordingDocument::state_text() const {
         return "finished, " + seconds(duration_ms());
     case State::interrupted:
         return QString("interrupted%1, %2")
-            .arg(end_ && end_->signal ? " by " + QString::fromStdString(*end_->signal) : "")
+            .arg(end_ && end_->signal ? " by " + recorded_text(*end_->signal) : "")
             .arg(seconds(duration_ms()));
     case State::cut:
         return QString("cut: the recorder stopped without finishing after %1%2")
             .arg(seconds(end_ ? std::max<std::int64_t>(0, end_->last_sample_ms) : 0))
-            .arg(end_ && end_->signal ? " (" + QString::fromStdString(*end_->signal) + ")"
+            .arg(end_ && end_->signal ? " (" + recorded_text(*end_->signal) + ")"
                                       : " (killed outright)");
     case State::deleted:
         return "deleted while followed: the last data read is shown";

@@ -45,7 +45,8 @@ class RecordingDocument : public QObject {
     void set_follow_interval(int ms);
     // One look at a followed recording (what the follow timer does): true if rows came.
     bool poll();
-    // Waits (processing events) until the report of what was read is built; false on timeout.
+    // Waits (processing events) until the report of what was read is built; false on timeout or
+    // when it cannot be built (report_error(): at once, as `report` refuses the file).
     bool wait_for_report(int timeout_ms);
 
     const QString& path() const { return path_; }
@@ -54,6 +55,8 @@ class RecordingDocument : public QObject {
     QString state_text() const;
     // The last error (cannot open, cannot read more, deleted while followed): one line.
     const QString& error() const { return error_; }
+    // Why the last report could not be built, as `report` says it (one line); empty otherwise.
+    const QString& report_error() const { return report_error_; }
     bool has_data() const { return has_data_; }
 
     const RecordingData& data() const { return data_; }
@@ -90,6 +93,7 @@ class RecordingDocument : public QObject {
 
     QString path_;
     QString error_;
+    QString report_error_;
     State state_ = State::none;
     bool has_data_ = false;
     int generation_ = 0; // a result of an older open() or report is dropped

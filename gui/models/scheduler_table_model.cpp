@@ -23,7 +23,7 @@ void SchedulerTableModel::set_views(const std::vector<SchedulerView>& views,
             for (const ProcessInfo& p : processes)
                 if (p.id == *v.peak_process_id)
                     holder_text =
-                        QString::fromStdString(process_label(p)) +
+                        recorded_text(process_label(p)) +
                         (v.peak_process_kb ? ": " + kib_text(v.peak_process_kb) : QString());
         holders_.push_back(holder_text);
         views_.push_back(std::move(row));
@@ -58,10 +58,9 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         switch (index.column()) {
         case view:
-            return QString::fromStdString(v.name);
+            return recorded_text(v.name);
         case peak:
-            return unavailable ? "unavailable: " + QString::fromStdString(v.unavailable)
-                               : kib_text(v.peak);
+            return unavailable ? "unavailable: " + recorded_text(v.unavailable) : kib_text(v.peak);
         case at:
             return unavailable ? QString() : seconds_text(v.peak_ms);
         case counted:
@@ -69,27 +68,26 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
             if (v.recorder_in_figure) return kib_text(v.peak) + " (recorder included)";
             return kib_text(scheduler_counted_kb(v));
         case limit:
-            return v.limit.kb
-                       ? kib_text(v.limit.kb) + " (" + QString::fromStdString(v.limit.source) + ")"
-                       : QString("none known");
+            return v.limit.kb ? kib_text(v.limit.kb) + " (" + recorded_text(v.limit.source) + ")"
+                              : QString("none known");
         case margin:
             if (!v.margin_kb) return QString("-");
-            return QString::fromStdString(margin_text(v.margin_kb));
+            return recorded_text(margin_text(v.margin_kb));
         case holder:
             return holders_[static_cast<std::size_t>(index.row())];
         case counts:
-            return QString::fromStdString(v.counts);
+            return recorded_text(v.counts);
         default:
             return {};
         }
     case Qt::ToolTipRole:
-        return QString::fromStdString("From " + v.source + ". At the limit: " + v.at_limit);
+        return recorded_text("From " + v.source + ". At the limit: " + v.at_limit);
     case Qt::ForegroundRole:
         if (index.column() == margin && v.margin_kb && *v.margin_kb < 0)
             return QColor(0xc6, 0x28, 0x28);
         return {};
     case KeyRole:
-        return QString::fromStdString(v.key);
+        return recorded_text(v.key);
     case PeakMsRole:
         return static_cast<qlonglong>(v.peak_ms);
     case SortRole:
