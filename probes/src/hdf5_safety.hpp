@@ -15,9 +15,11 @@
 
 namespace loaderlens::probes::hdf5_safety {
 
-// Over this, the chunk index is not walked chunk by chunk (one lookup each); only its count is
-// checked against the chunk grid.
-constexpr std::uint64_t walked_chunks_max = 1u << 20;
+// Up to this many chunks, every place the chunk shape puts one is looked up in the chunk index;
+// over it, `spot_checked_chunks` spread over the dataset. libhdf5 1.10's lookup by coordinates
+// walks the index each time (0.45 ms per lookup in an index of 20,000 chunks).
+constexpr std::uint64_t walked_chunks_max = 1024;
+constexpr std::uint64_t spot_checked_chunks = 32;
 // HDF5's own limit for one chunk (the layout message stores its size in 32 bits).
 constexpr std::uint64_t chunk_bytes_max = (1ull << 32) - 1;
 
@@ -98,12 +100,20 @@ inline std::string chunk_refusal(hid_t dataset, hid_t plist, const std::vector<h
     if (stored > grid)
         return "its chunk index holds " + std::to_string(stored) + " chunks, more than the " +
                std::to_string(grid) + " its shape has room for" + mismatch;
-    if (grid > walked_chunks_max) return "";
-    // Every chunk where the chunk shape puts one: the index must hold exactly those, each inside
-    // the file, and of the size the shape says (unfiltered) or a filter could make of it.
+    // Where the chunk shape puts chunks: the index must hold those, each inside the file, and of
+    // the size the shape says (unfiltered) or a filter could make of it; when every place is
+    // looked at, the index must hold nothing else.
+    const bool every = grid <= walked_chunks_max;
+    const std::uint64_t looked = every ? grid : spot_checked_chunks;
     std::vector<hsize_t> at(dims.size(), 0);
     hsize_t found = 0;
-    for (std::uint64_t n = 0; n < grid; ++n) {
+    for (std::uint64_t n = 0; n < looked; ++n) {
+        std::uint64_t k = every ? n : n * (grid - 1) / (looked - 1);
+        for (std::size_t i = dims.size(); i-- > 0;) { // chunk k, the last dimension fastest
+            const std::uint64_t across = (dims[i] + chunk[i] - 1) / chunk[i];
+            at[i] = (k % across) * chunk[i];
+            k /= across;
+        }
         unsigned mask = 0;
         haddr_t address = HADDR_UNDEF;
         hsize_t size = 0;
@@ -125,13 +135,8 @@ inline std::string chunk_refusal(hid_t dataset, hid_t plist, const std::vector<h
                        "accepted filter makes of the " + std::to_string(chunk_bytes) +
                        " its shape holds" + mismatch;
         }
-        for (std::size_t i = dims.size(); i-- > 0;) { // the next chunk, last dimension fastest
-            at[i] += chunk[i];
-            if (at[i] < dims[i]) break;
-            at[i] = 0;
-        }
     }
-    if (found != stored)
+    if (every && found != stored)
         return "its chunk index holds " + std::to_string(stored) + " chunks, " +
                std::to_string(found) + " of them where its shape puts chunks" + mismatch;
     return "";
