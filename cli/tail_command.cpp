@@ -8,10 +8,14 @@
 #include "loaderlens/series.hpp"
 #include "loaderlens/units.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
+#include <sys/stat.h>
 #include <thread>
+#include <utility>
 
 namespace loaderlens::cli {
 
@@ -52,6 +56,26 @@ void print_delta(RecordingData& delta, const std::vector<ProcessInfo>& processes
                              latest_sum(delta, Figure::pss));
 }
 
+// Which file `name` leads to now (st_dev, st_ino); nullopt when it leads nowhere (deleted,
+// renamed away). A name that cannot be looked up for another reason (permission) counts as
+// unchanged: only a file seen gone or replaced ends the following.
+using FileIdentity = std::pair<dev_t, ino_t>;
+std::optional<FileIdentity> file_at(const std::string& name, std::optional<FileIdentity> fallback) {
+    struct stat st {};
+    if (::stat(name.c_str(), &st) == 0) return FileIdentity{st.st_dev, st.st_ino};
+    return errno == ENOENT || errno == ENOTDIR ? std::nullopt : fallback;
+}
+
+// The recording followed no longer has its name: one line, exit 2 (README, exit codes).
+std::optional<std::string> lost_name(const std::string& name, const FileIdentity& followed) {
+    const auto now = file_at(name, followed);
+    if (!now) return name + ": deleted or renamed away while it was followed";
+    if (*now != followed)
+        return name + ": replaced by another file while it was followed (not the recording " +
+               "followed until now)";
+    return std::nullopt;
+}
+
 } // namespace
 
 Runner add_tail(CLI::App& app) {
@@ -79,11 +103,18 @@ Runner add_tail(CLI::App& app) {
         }
         try {
             Recording recording(o->file);
+            // Opened by name: what the name leads to once open is what is followed.
+            const auto followed = file_at(o->file, std::nullopt);
             Cursor cursor;
             RecordingData seen; // processes only: the rest is printed and dropped
             // From now: past the rows there are (processes are read whole once all the same).
             if (!o->from_start) cursor = recording.cursor_at_end();
             for (;;) {
+                // SQLite reads on from its open file, which nobody writes any more: "cut".
+                if (auto lost = followed ? lost_name(o->file, *followed) : std::nullopt) {
+                    print_error(*lost);
+                    return exit_bad_input;
+                }
                 if (recording.has_new(cursor)) {
                     RecordingData delta = recording.read_new(cursor);
                     RecordingData names;
