@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Fuzz: damaged datasets through `load` (few samples, 0-2 workers, 1-2 epochs, each read mode)
-// and, every fifth case, `replay`. Good .npy, raw and LMDB datasets are made once per run; each
-// case damages a copy (NpyDamage, LmdbDamage, raw sizes that are no multiple of the record).
+// and, every fifth case, `replay`. Good .npy, raw, LMDB and HDF5 datasets are made once per run;
+// each case damages a copy (NpyDamage, LmdbDamage, Hdf5Damage, raw sizes that are no multiple of
+// the record).
 // Every command must end within 10 s in exit 0 or one line naming the dataset with exit 2 (a
-// dataset that is not what it claims), never a signal (SIGBUS from a cut map), and leave the
-// dataset as it was. Seeds 1 and 2 plus one drawn per run (under ASan: 1 and the drawn one, half
-// as many cases each).
+// dataset that is not what it claims), never a signal (SIGBUS from a cut map, SIGSEGV in libhdf5),
+// and leave the dataset as it was. Seeds 1 and 2 plus one drawn per run (under ASan: 1 and the
+// drawn one, half as many cases each).
 #include "fuzz_file_edit.hpp"
+#include "fuzz_hdf5_damage.hpp"
 #include "fuzz_lmdb_damage.hpp"
 #include "fuzz_npy_damage.hpp"
 #include "fuzz_suite.hpp"
@@ -25,8 +27,9 @@ namespace {
 constexpr std::size_t npy_cases = fuzz_sanitized ? 35 : 70; // 5 (10) of each NpyDamage kind
 constexpr std::size_t raw_cases = fuzz_sanitized ? 7 : 14;
 constexpr std::size_t lmdb_cases = fuzz_sanitized ? 32 : 64; // 4 (8) of each LmdbDamage kind
+constexpr std::size_t hdf5_cases = fuzz_sanitized ? 30 : 60; // 3 (6) of each Hdf5Damage kind
 
-enum class Format { npy, raw, lmdb };
+enum class Format { npy, raw, lmdb, hdf5 };
 
 // The commands a damaged dataset goes through.
 std::vector<FuzzCommand> dataset_commands(FuzzRandom& random, Format format,
@@ -36,7 +39,11 @@ std::vector<FuzzCommand> dataset_commands(FuzzRandom& random, Format format,
     std::vector<std::string> options{"--workers", std::to_string(random.below(3)),
                                      "--epochs",  std::to_string(random.between(1, 2)),
                                      "--batch",   std::to_string(random.pick<int>({1, 8, 16, 64}))};
-    if (format == Format::lmdb) {
+    if (format == Format::hdf5) {
+        options.insert(options.end(),
+                       {"--hdf5-open", random.pick<std::string>({"parent", "worker"}),
+                        "--chunk-cache", random.pick<std::string>({"0", "1MiB", "16MiB"})});
+    } else if (format == Format::lmdb) {
         options.insert(options.end(),
                        {"--read", random.pick<std::string>({"mmap-view", "mmap-copy"}),
                         "--lmdb-open", random.pick<std::string>({"parent", "worker"}),
@@ -91,6 +98,7 @@ BOOST_AUTO_TEST_CASE(damaged_datasets_end_in_a_run_or_one_line) {
     const GoodDatasets good = make_good_datasets(dir.file(""));
     const NpyDamage npy(good.npy);
     const LmdbDamage lmdb(good.lmdb);
+    const Hdf5Damage hdf5(dir.file(""));
     const std::uint64_t record = std::stoull(good.raw_record_size);
     const auto seeds = fuzz_sanitized ? fuzz_seeds({1}) : fuzz_seeds({1, 2});
     announce_seeds("fuzz_datasets", seeds);
@@ -100,7 +108,7 @@ BOOST_AUTO_TEST_CASE(damaged_datasets_end_in_a_run_or_one_line) {
     std::vector<std::string> failures;
     for (const std::uint64_t seed : seeds) {
         run_cases(
-            runner, seed, npy_cases + raw_cases + lmdb_cases,
+            runner, seed, npy_cases + raw_cases + lmdb_cases + hdf5_cases,
             [&](std::size_t index, const std::string& case_dir) {
                 FuzzRandom random = FuzzRandom::for_case(seed, index);
                 FuzzCase fuzz_case;
@@ -117,6 +125,11 @@ BOOST_AUTO_TEST_CASE(damaged_datasets_end_in_a_run_or_one_line) {
                     format = Format::raw;
                     target = case_dir + "/good.raw";
                     damage = raw_damage(random, good.raw, record, target);
+                    fuzz_case.unchanged = {target};
+                } else if (index >= npy_cases + raw_cases + lmdb_cases) {
+                    format = Format::hdf5;
+                    target = case_dir + "/good.h5";
+                    damage = hdf5.make(index - npy_cases - raw_cases - lmdb_cases, random, target);
                     fuzz_case.unchanged = {target};
                 } else {
                     format = Format::lmdb;
