@@ -145,6 +145,42 @@ BOOST_AUTO_TEST_CASE(bad_names_exit_2_before_the_command) {
     BOOST_TEST(read_text(dir.file("old.prom")) == read_text(dir.file("old.db")));
 }
 
+// N13: a directory of the textfile's path swapped for a symbolic link mid-run (by whoever can
+// write its parent) must not redirect the writes: they go on in the directory opened at the
+// start. The swap is made after the first write is seen; the command ends once a write after the
+// swap is seen (in either place), so the test waits on events, not on time.
+BOOST_AUTO_TEST_CASE(a_directory_swapped_mid_run_redirects_nothing) {
+    TempDir dir;
+    std::filesystem::create_directories(dir.file("shared/sub"));
+    std::filesystem::create_directory(dir.file("elsewhere"));
+    const std::string prom = dir.file("shared/sub/x.prom"), stop = dir.file("stop");
+    Child recorder({cli_path(), "record", "-q", "-o", dir.file("run.db"), "--metrics-textfile",
+                    prom, "--", "/bin/sh", "-c",
+                    "while [ ! -e " + stop + " ]; do sleep 0.05; done"},
+                   false);
+    std::optional<int> status;
+    while (!std::filesystem::exists(prom) && !(status = recorder.wait(20ms))) {
+    }
+    BOOST_REQUIRE_MESSAGE(!status, "the recorder ended before its first write");
+    const std::int64_t first = mtime_ns(prom);
+    std::filesystem::rename(dir.file("shared/sub"), dir.file("shared/moved"));
+    std::filesystem::create_directory_symlink(dir.file("elsewhere"), dir.file("shared/sub"));
+    const std::string moved = dir.file("shared/moved/x.prom");
+    const std::string redirected = dir.file("elsewhere/x.prom");
+    for (int i = 0; i < 1000 && !status; ++i) { // at most 20 s: a write comes each second
+        if (mtime_ns(moved) != first || std::filesystem::exists(redirected)) break;
+        status = recorder.wait(20ms);
+    }
+    std::ofstream(stop) << "";
+    if (!status) status = recorder.wait(20s);
+    BOOST_REQUIRE(status);
+    BOOST_TEST((WIFEXITED(*status) && WEXITSTATUS(*status) == 0));
+    BOOST_TEST(std::filesystem::is_empty(dir.file("elsewhere")), "a write went through the link");
+    BOOST_TEST(mtime_ns(moved) != first, "no write after the swap in the directory opened");
+    const Exposition last = parse_exposition(read_text(moved), false);
+    BOOST_TEST(last.value("loaderlens_recording_live") == 0.0L);
+}
+
 // A textfile directory that fills up mid-run: one warning, the command's exit status and the
 // recording untouched; written again once there is room, live 0 at the end. A read-only one is
 // refused before the command.
