@@ -6,6 +6,8 @@
 
 #include "loaderlens/budget.hpp"
 
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +16,11 @@ namespace loaderlens::cli {
 struct BudgetFileError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// Refused before toml++ reads them (docs/check.md, "Limits"): a file larger than this, and
+// nesting deeper than this (table headers, dotted keys, arrays and inline tables, summed).
+inline constexpr std::size_t max_budget_bytes = 1 << 20;
+inline constexpr int max_budget_nesting = 16;
 
 // Throws BudgetFileError.
 Budget read_budget_file(const std::string& path);
