@@ -3,6 +3,7 @@
 
 #include "hdf5_safety.hpp"
 #include "loaderlens/probes/loader.hpp"
+#include "worker.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -313,6 +314,9 @@ void Hdf5Dataset::close() {
 }
 
 void Hdf5Dataset::read(std::int64_t index, std::int64_t count, std::byte* dest) {
+    const std::string records =
+        count == 1 ? "record " + std::to_string(index)
+                   : "records " + std::to_string(index) + ".." + std::to_string(index + count - 1);
     std::vector<hsize_t> start(dims_.size(), 0), counts = dims_;
     start[0] = static_cast<hsize_t>(index);
     counts[0] = static_cast<hsize_t>(count);
@@ -320,13 +324,12 @@ void Hdf5Dataset::read(std::int64_t index, std::int64_t count, std::byte* dest) 
                   H5Sclose};
     herr_t rc =
         H5Sselect_hyperslab(space_, H5S_SELECT_SET, start.data(), nullptr, counts.data(), nullptr);
-    if (rc >= 0 && memory.id >= 0)
+    if (rc >= 0 && memory.id >= 0) {
+        const ReadCrashGuard guard(layout_.path, records + " of " + layout_.hdf5.dataset);
         rc = H5Dread(dataset_, type_, memory.id, space_, H5P_DEFAULT, dest);
+    }
     if (rc >= 0 && memory.id >= 0) return;
     const std::string why = hdf5_error_text();
-    const std::string records =
-        count == 1 ? "record " + std::to_string(index)
-                   : "records " + std::to_string(index) + ".." + std::to_string(index + count - 1);
     // A file cut under the loader is a failed run (exit 1), as a mapped file's SIGBUS is.
     struct stat st {};
     if (::stat(layout_.path.c_str(), &st) == 0 && st.st_size < layout_.hdf5.file_bytes)

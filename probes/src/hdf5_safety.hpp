@@ -41,6 +41,13 @@ inline bool known_filter(H5Z_filter_t filter) {
 
 namespace detail {
 
+struct Space { // closed on every return
+    hid_t id;
+    ~Space() {
+        if (id >= 0) H5Sclose(id);
+    }
+};
+
 inline std::string coordinates(const std::vector<hsize_t>& at) {
     std::string out = "(";
     for (std::size_t i = 0; i < at.size(); ++i)
@@ -66,12 +73,8 @@ inline std::string chunk_refusal(hid_t dataset, hid_t plist, const std::vector<h
     std::vector<hsize_t> chunk(dims.size(), 0), maxdims(dims.size(), 0);
     if (H5Pget_chunk(plist, rank, chunk.data()) != rank)
         return "its chunks have another rank than its " + std::to_string(rank) + " dimensions";
-    struct Space { // closed on every return
-        hid_t id;
-        ~Space() {
-            if (id >= 0) H5Sclose(id);
-        }
-    } space{H5Dget_space(dataset)}; // all selected: H5Dget_num_chunks of 1.10.8 takes no H5S_ALL
+    // All selected: H5Dget_num_chunks of 1.10.8 takes no H5S_ALL.
+    const Space space{H5Dget_space(dataset)};
     const int got =
         space.id >= 0 ? H5Sget_simple_extent_dims(space.id, nullptr, maxdims.data()) : -1;
     if (got != rank) return "its maximum shape cannot be read";
@@ -149,6 +152,19 @@ inline std::string chunk_refusal(hid_t dataset, hid_t plist, const std::vector<h
 inline std::string refusal(hid_t dataset, hid_t plist, const std::vector<hsize_t>& dims,
                            std::uint64_t element_bytes, std::uint64_t file_bytes) {
     if (dims.size() > H5S_MAX_RANK) return "rank " + std::to_string(dims.size()) + ": too many";
+    {
+        std::vector<hsize_t> maxdims(dims.size(), 0);
+        const detail::Space space{H5Dget_space(dataset)};
+        if (space.id < 0 || H5Sget_simple_extent_dims(space.id, nullptr, maxdims.data()) !=
+                                static_cast<int>(dims.size())) {
+            H5Eclear2(H5E_DEFAULT);
+            return "its maximum shape cannot be read";
+        }
+        for (std::size_t i = 0; i < dims.size(); ++i)
+            if (maxdims[i] != H5S_UNLIMITED && dims[i] > maxdims[i])
+                return "dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
+                       ", over its maximum " + std::to_string(maxdims[i]);
+    }
     const H5D_layout_t layout = H5Pget_layout(plist);
     if (layout < 0) {
         H5Eclear2(H5E_DEFAULT);

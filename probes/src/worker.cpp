@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
@@ -74,7 +75,75 @@ void leak(const WorkerContext& context) {
 }
 } // namespace
 
+namespace {
+// Prepared before each read: a signal handler may only write() them.
+struct CrashReport {
+    volatile std::sig_atomic_t armed = 0;
+    int result_fd = -1; // a worker's result pipe; -1: main, the line goes to stderr
+    int worker = 0;
+    TaskResult result[2]{}; // SIGSEGV, SIGBUS
+    std::string line[2];
+    bool installed = false;
+    struct sigaction previous_segv {
+    }, previous_bus{};
+};
+CrashReport crash;
+alignas(16) char crash_stack[64 * 1024]; // a stack overflow leaves no stack to handle it on
+
+void on_read_crash(int signal) {
+    if (!crash.armed) { // not a read: the fault repeats under the previous disposition
+        sigaction(SIGSEGV, &crash.previous_segv, nullptr);
+        sigaction(SIGBUS, &crash.previous_bus, nullptr);
+        return;
+    }
+    const int which = signal == SIGSEGV ? 0 : 1;
+    if (crash.result_fd >= 0)
+        (void)!::write(crash.result_fd, &crash.result[which], sizeof(TaskResult));
+    else
+        (void)!::write(2, crash.line[which].data(), crash.line[which].size());
+    _exit(2);
+}
+} // namespace
+
+ReadCrashGuard::ReadCrashGuard(const std::string& dataset, const std::string& what) {
+    if (!crash.installed) {
+        stack_t alternate{};
+        alternate.ss_sp = crash_stack;
+        alternate.ss_size = sizeof crash_stack;
+        sigaltstack(&alternate, nullptr);
+        struct sigaction action {};
+        action.sa_handler = on_read_crash;
+        action.sa_flags = SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGSEGV, &action, &crash.previous_segv);
+        sigaction(SIGBUS, &action, &crash.previous_bus);
+        crash.installed = true;
+    }
+    const char* names[2] = {"SIGSEGV", "SIGBUS"};
+    for (int i = 0; i < 2; ++i) {
+        const std::string reason =
+            what + ": libhdf5 crashed reading it (" + names[i] + "): damage the checks missed";
+        crash.line[i] = "loaderlens: " + dataset + ": " + reason + "\n";
+        crash.result[i] = TaskResult{};
+        crash.result[i].batch_number = -1;
+        crash.result[i].failed = static_cast<std::int32_t>(Failure::dataset_damaged);
+        crash.result[i].worker = crash.worker;
+        std::strncpy(crash.result[i].message, reason.c_str(), sizeof crash.result[i].message - 1);
+    }
+    crash.armed = 1;
+}
+
+ReadCrashGuard::~ReadCrashGuard() {
+    crash.armed = 0;
+}
+
+void report_read_crashes_to(int result_fd, int worker) {
+    crash.result_fd = result_fd;
+    crash.worker = worker;
+}
+
 int worker_main(const WorkerContext& context) {
+    report_read_crashes_to(context.result_fd, context.worker);
     std::vector<Sample> samples;
     TaskHeader task{};
     try {

@@ -48,6 +48,21 @@ struct WorkerContext {
     std::string dataset;           // names the dataset in a damaged-dataset error
 };
 
+// A crash (SIGSEGV, SIGBUS) inside libhdf5 while it reads records of a file that passed the
+// checks before reading (hdf5_safety.hpp): this process then ends with exit 2 and one line naming
+// the file and the records, as for a damaged dataset (in a worker, the line goes to main as a
+// Failure::dataset_damaged result). Any other crash is left to the previous disposition. Armed
+// around each H5Dread only; `dataset` and `what` (e.g. "record 7 of /data") are copied.
+class ReadCrashGuard {
+  public:
+    ReadCrashGuard(const std::string& dataset, const std::string& what);
+    ~ReadCrashGuard();
+    ReadCrashGuard(const ReadCrashGuard&) = delete;
+    ReadCrashGuard& operator=(const ReadCrashGuard&) = delete;
+};
+// In a worker: a crash while reading is reported on `result_fd` as worker `worker`'s failure.
+void report_read_crashes_to(int result_fd, int worker);
+
 // Runs until the task pipe is closed; returns the process exit code.
 int worker_main(const WorkerContext& context);
 
