@@ -6,11 +6,15 @@
 // dataset, never a signal (before the checks of probes/src/hdf5_safety.hpp, the virtual dataset
 // killed main with SIGSEGV and the others were read as if nothing was wrong).
 #include "../probes/src/hdf5_layouts.hpp"
+#include "../probes/src/worker.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <csignal>
 #include <cstring>
 #include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace loaderlens::probes;
 using namespace loaderlens::test;
@@ -77,9 +81,54 @@ std::string with_chunk_dimension(const TempDir& dir, std::size_t dimension, std:
     return path;
 }
 
+// A forked child that faults for real (a write through a null pointer), with a ReadCrashGuard
+// armed or not, reporting to `result_fd` as worker 3; returns its wait status.
+int fault_in_child(bool armed, int result_fd) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // Boost.Test's own handler would catch the fault and run the rest of the tests here.
+        // (This process has armed no guard before: the child's is the first, and its previous
+        // disposition is this default.)
+        signal(SIGSEGV, SIG_DFL);
+        report_read_crashes_to(result_fd, 3);
+        {
+            const ReadCrashGuard before("/nowhere/x.h5", "record 6 of /data"); // armed, then not
+        }
+        std::optional<ReadCrashGuard> guard;
+        if (armed) guard.emplace("/nowhere/x.h5", "record 7 of /data");
+        *static_cast<volatile int*>(nullptr) = 1;
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(hdf5_hostile)
+
+// What stays when libhdf5 crashes on damage the checks missed (the self-sourcing virtual dataset
+// did, before the checks): a fault while a read is guarded ends the process with exit 2 and the
+// reason on the result pipe, as a damaged dataset; a fault outside a read stays a crash.
+BOOST_AUTO_TEST_CASE(a_crash_inside_a_read_is_the_dataset_s_and_only_there) {
+    int pipe_fds[2];
+    BOOST_REQUIRE(pipe(pipe_fds) == 0);
+    const int inside = fault_in_child(true, pipe_fds[1]);
+    BOOST_TEST((WIFEXITED(inside) && WEXITSTATUS(inside) == 2), "wait status " << inside);
+    TaskResult result{};
+    BOOST_REQUIRE(::read(pipe_fds[0], &result, sizeof result) == sizeof result);
+    BOOST_TEST(result.failed == static_cast<std::int32_t>(Failure::dataset_damaged));
+    BOOST_TEST(result.worker == 3);
+    BOOST_TEST(std::string(result.message) ==
+               "record 7 of /data: libhdf5 crashed reading it (SIGSEGV): damage the checks missed");
+    const int outside = fault_in_child(false, pipe_fds[1]);
+    BOOST_TEST((WIFSIGNALED(outside) && WTERMSIG(outside) == SIGSEGV), "wait status " << outside);
+    ::close(pipe_fds[1]);
+    char extra = 0;
+    BOOST_TEST(::read(pipe_fds[0], &extra, 1) == 0); // nothing reported for it
+    ::close(pipe_fds[0]);
+}
 
 // The stack overflow: a virtual dataset whose source is itself ("." is the same file).
 // One whose source is another file is refused too: the loader cannot bound where that leads.
