@@ -125,6 +125,13 @@ Runner add_tail(CLI::App& app) {
                     if (!std::cout) return exit_internal; // main() says why
                 }
                 const RecordingEnd end = recording.end();
+                // Its writer is looked for by name: a file gone from it since the look above
+                // reads as cut.
+                if (end.state == RecordingEnd::State::cut && followed)
+                    if (auto lost = lost_name(o->file, *followed)) {
+                        print_error(*lost);
+                        return exit_bad_input;
+                    }
                 if (end.state != RecordingEnd::State::being_written) {
                     std::cout << (end.state == RecordingEnd::State::finished
                                       ? "recording finished\n"
