@@ -23,8 +23,9 @@ namespace {
 
 const std::string python = "/usr/bin/python3";
 
-// argv[1]: the recording; argv[2]: what to do to it; argv[3]: where the -wal is looked at after.
-// Exits 7 once the recorder noticed (its -wal gone or emptied), 99 if it did not within 20 s.
+// argv[1]: the recording; argv[2]: what to do to it; argv[3]: a file of the recorder's that it
+// removes or empties once it noticed (its -wal, or its -shm). Exits 7 then, 99 if that does not
+// come within 20 s. "and-exit" after them: exits 7 at once (the case pending on record_command).
 const char* const mover = R"(
 import os, shutil, sys, time
 path, action, wal = sys.argv[1:4]
@@ -44,6 +45,8 @@ elif action == "replace":
     os.rename(path + ".new", path)
 elif action == "rename":
     os.rename(path, path + ".moved")
+elif action == "wal":
+    os.unlink(path + "-wal")
 elif action == "directory":
     d = os.path.dirname(path)
     os.rename(d, d + ".moved")
@@ -194,6 +197,18 @@ BOOST_AUTO_TEST_CASE(a_directory_of_its_path_replaced, *LOADERLENS_MAY_SKIP) {
               "a directory on its path was renamed or replaced");
     BOOST_TEST(names_left(dir.file("out"), {}));
     reads_clean(dir.file("out.moved/run.db"));
+}
+
+// Its -wal deleted (rm run.db-wal): the recorder would write on into a WAL nobody can read.
+BOOST_AUTO_TEST_CASE(its_wal_deleted_while_written, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(fs::exists(python), "no " + python, InCi::must_have)) return;
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    // Waits for its -shm to go: what the recorder removes once it noticed.
+    says_once(record_and(out, "wal", out + "-shm"), out, "its -wal file was deleted or replaced");
+    // What was committed is in the file itself, which says rollback mode: no -wal looked for.
+    BOOST_TEST(names_left(dir.path(), {"run.db"}));
+    reads_clean(out);
 }
 
 BOOST_AUTO_TEST_CASE(tail_of_a_deleted_recording, *LOADERLENS_MAY_SKIP) {
