@@ -153,7 +153,7 @@ void MainWindow::export_view() {
         "PNG image (*.png);;PDF document (*.pdf);;SVG drawing (*.svg)");
     if (path.isEmpty()) return;
     QString error;
-    if (!export_view_to(v, path, &error)) show_banner(error);
+    if (!export_view_to(v, path, &error, document_.path())) show_banner(error);
 }
 
 void MainWindow::restore_layout() {

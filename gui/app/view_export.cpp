@@ -2,8 +2,11 @@
 #include "view_export.hpp"
 
 #include "dashboard_view.hpp"
+#include "loaderlens/output_rule.hpp"
 #include "qcustomplot_include.hpp"
 
+#include <memory>
+#include <QBuffer>
 #include <QFileInfo>
 #include <QPainter>
 #include <QPdfWriter>
@@ -25,28 +28,51 @@ bool render_widget(QWidget* widget, QPaintDevice* device) {
 
 } // namespace
 
-bool export_view_to(DashboardView* view, const QString& path, QString* error) {
+bool export_view_to(DashboardView* view, const QString& path, QString* error,
+                    const QString& recording) {
     const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != "png" && suffix != "pdf" && suffix != "svg") {
+        *error = path + ": unknown format '" + suffix + "' (png, pdf or svg)";
+        return false;
+    }
+    InputFiles inputs;
+    if (!recording.isEmpty()) inputs.add_recording(recording.toStdString());
+    std::unique_ptr<WholeOutput> output;
+    try {
+        output = std::make_unique<WholeOutput>(path.toStdString(), path.toStdString(), inputs);
+    } catch (const OutputRuleError& e) {
+        *error = QString::fromStdString(e.what());
+        return false;
+    }
+    // Drawn into memory, then written through the rule's descriptor: never reopened by name.
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
     QCustomPlot* plot = view->plot();
+    const QSize size = plot ? plot->size() : view->size();
     bool ok = false;
     if (suffix == "png") {
-        ok = plot ? plot->savePng(path, plot->width(), plot->height())
-                  : view->grab().save(path, "PNG");
+        ok = plot ? plot->toPixmap(size.width(), size.height()).save(&buffer, "PNG")
+                  : view->grab().save(&buffer, "PNG");
     } else if (suffix == "pdf") {
+        QPdfWriter pdf(&buffer);
+        pdf.setTitle("loaderlens " + view->title());
+        pdf.setResolution(96);
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setPageSize(QPageSize(QSizeF(size.width(), size.height()), QPageSize::Point));
         if (plot) {
-            ok = plot->savePdf(path, plot->width(), plot->height());
+            QCPPainter painter;
+            if (painter.begin(&pdf)) {
+                plot->toPainter(&painter, size.width(), size.height());
+                ok = painter.end();
+            }
         } else {
-            QPdfWriter pdf(path);
-            pdf.setTitle("loaderlens " + view->title());
-            pdf.setResolution(96);
-            pdf.setPageSize(QPageSize(QSizeF(view->width(), view->height()), QPageSize::Point));
             ok = render_widget(view, &pdf);
         }
-    } else if (suffix == "svg") {
+    } else {
         QSvgGenerator svg;
-        svg.setFileName(path);
+        svg.setOutputDevice(&buffer);
         svg.setTitle("loaderlens " + view->title());
-        const QSize size = plot ? plot->size() : view->size();
         svg.setSize(size);
         svg.setViewBox(QRect(QPoint(0, 0), size));
         if (plot) {
@@ -58,12 +84,16 @@ bool export_view_to(DashboardView* view, const QString& path, QString* error) {
         } else {
             ok = render_widget(view, &svg);
         }
-    } else {
-        *error = path + ": unknown format '" + suffix + "' (png, pdf or svg)";
+    }
+    if (!ok) {
+        *error = path + ": could not be drawn";
         return false;
     }
-    if (!ok) *error = path + ": could not be written";
-    return ok;
+    if (auto problem = output->commit(output->write(bytes.toStdString()))) {
+        *error = QString::fromStdString(*problem);
+        return false;
+    }
+    return true;
 }
 
 } // namespace loaderlens::gui

@@ -5,7 +5,9 @@
 // texts are bounded before Qt lays them out. In the gui_window suite: run offscreen and again
 // under Xvfb (tests/gui/under_xvfb.sh).
 #include "display_text.hpp"
+#include "main_window.hpp"
 #include "support.hpp"
+#include "view_export.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
@@ -15,6 +17,8 @@
 
 using namespace loaderlens;
 using namespace loaderlens::test;
+using loaderlens::gui::export_view_to;
+using loaderlens::gui::MainWindow;
 namespace fs = std::filesystem;
 
 namespace {
@@ -129,6 +133,39 @@ BOOST_AUTO_TEST_CASE(a_huge_text_in_a_recording_is_bounded) {
         run({gui_binary(), "--screenshot", dir.file("host.png"), rec}, std::chrono::seconds(60));
     BOOST_TEST(r.exit_code == 0, r.err);
     BOOST_TEST(slurp(dir.file("host.png")).starts_with("\x89PNG"));
+}
+
+// File > Export view follows the same rule: never the recording shown (nor its -wal), never
+// through a link; a new name is written.
+BOOST_AUTO_TEST_CASE(export_view_never_writes_the_recording) {
+    TempDir dir;
+    const std::string rec = small_recording(dir, "run.db"), content = slurp(rec);
+    const std::string victim = dir.file("victim.txt");
+    std::ofstream(victim) << "not the GUI's\n";
+    fs::create_symlink(rec, dir.file("link.png"));
+    fs::create_symlink(victim, dir.file("elsewhere.svg"));
+    MainWindow window(false);
+    BOOST_REQUIRE(window.open_now(QString::fromStdString(rec)));
+    window.resize(800, 600);
+    window.show();
+    window.show_view("overview");
+    window.refresh_now();
+    const QString shown = QString::fromStdString(rec);
+    for (const std::string& out : {rec + "-wal", dir.file("link.png"), dir.file("elsewhere.svg")}) {
+        QString error;
+        BOOST_TEST(
+            !export_view_to(window.view("overview"), QString::fromStdString(out), &error, shown),
+            out);
+        BOOST_TEST(error.contains(QString::fromStdString(out)), error.toStdString());
+    }
+    QString error;
+    BOOST_TEST(export_view_to(window.view("overview"), QString::fromStdString(dir.file("ok.pdf")),
+                              &error, shown),
+               error.toStdString());
+    BOOST_TEST(slurp(dir.file("ok.pdf")).starts_with("%PDF"));
+    BOOST_TEST(slurp(rec) == content);
+    BOOST_TEST(slurp(victim) == "not the GUI's\n");
+    BOOST_TEST(!fs::exists(rec + "-wal"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
