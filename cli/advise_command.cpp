@@ -96,8 +96,42 @@ void prepare_page_cache(const std::string& file, bool cold) {
     ::close(fd);
 }
 
-// Runs one setting under the recorder and measures its recording.
-void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directory, int number,
+// The signals that stop `advise` (the recorder takes them through its signalfd during replays).
+sigset_t stop_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        sigaddset(&set, sig);
+    return set;
+}
+
+void block_stop_signals() {
+    const sigset_t set = stop_signals();
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+// A stop signal that came while no replay ran (taken), or 0.
+int pending_stop_signal() {
+    const sigset_t set = stop_signals();
+    const timespec now{0, 0};
+    const int sig = sigtimedwait(&set, nullptr, &now);
+    return sig > 0 ? sig : 0;
+}
+
+// The replays' directory when it is ours: removed however run_advise ends.
+struct TemporaryDirectory {
+    std::string path;
+    void remove() {
+        std::error_code error;
+        if (!path.empty()) std::filesystem::remove_all(path, error);
+        path.clear();
+    }
+    ~TemporaryDirectory() { remove(); }
+};
+
+// Runs one setting under the recorder and measures its recording. True when the loader refused
+// the dataset (exit 2: damage found mid-run, said in its own line).
+bool run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directory, int number,
              const AdviseAssumptions& assumptions, bool keep, int& killed_by) {
     RecordOptions record;
     // The directory is expanded already (--keep runs-%j): record must not expand it again.
@@ -115,9 +149,10 @@ void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directo
     ReplayRecording replayed = record_replay(flags, record);
     row.ran = true;
     killed_by = replayed.result.killed_by;
+    const bool refused = !replayed.early_exit && replayed.result.exit_code == exit_bad_input;
     if (replayed.early_exit || !replayed.output) {
         row.measure.problem = replayed.early_exit ? "bad setting (said above)" : "nothing recorded";
-        return;
+        return refused;
     }
     try {
         const ReportData report = build_report(Recording(*replayed.output));
@@ -133,6 +168,7 @@ void run_row(AdviseRow& row, const LoaderFlags& base, const std::string& directo
         row.recording = *replayed.output;
     else
         std::filesystem::remove(*replayed.output);
+    return refused;
 }
 
 // The row round two varies around: the fastest that fits, else the one counted lowest.
@@ -183,6 +219,10 @@ int run_advise(AdviseOptions& o) {
     LoaderFlags base = o.base;
     for (const GridAxis& axis : fixed)
         base = with_setting(base, AdviseSetting{{{axis.flag, axis.values.front()}}});
+    // Refused before anything is built or run: a grid too large to walk, and a value no
+    // setting can run with (each setting would fail alike, and that is bad input, not "none fits").
+    if (auto problem = too_many_settings(varied, o.full_grid)) return bad(*problem);
+    if (!every_setting_runnable(base, varied, o.full_grid)) return exit_bad_input;
 
     AdviseRun run;
     run.dataset = o.base.dataset;
@@ -202,6 +242,11 @@ int run_advise(AdviseOptions& o) {
                             : "warm: the dataset was read once before the first replay, so every "
                               "replay starts alike (--cold: from disk)";
 
+    // From here a SIGINT, SIGTERM or SIGHUP waits (the replays take them through the recorder's
+    // signalfd, between replays it is taken below) instead of killing us with the temporary
+    // directory left behind; the guard removes it on every way out, an exception included.
+    block_stop_signals();
+    TemporaryDirectory temporary;
     std::string directory = o.keep.empty() ? "" : expand_output_name(o.keep);
     if (directory.empty()) {
         const char* tmp = std::getenv("TMPDIR");
@@ -210,7 +255,7 @@ int run_advise(AdviseOptions& o) {
             print_error(pattern + ": cannot make a directory for the replays' recordings");
             return exit_internal;
         }
-        directory = pattern;
+        directory = temporary.path = pattern;
     } else {
         if (auto problem = output_name_problem("--keep", directory)) return bad(*problem);
         std::error_code error;
@@ -228,6 +273,7 @@ int run_advise(AdviseOptions& o) {
         AdviseRow row{settings[i]};
         const double elapsed = seconds_since(started);
         const double estimate = i == 0 ? 0 : spent_on_rows / static_cast<double>(i);
+        if (!killed_by) killed_by = pending_stop_signal();
         if (killed_by) {
             row.not_run = "interrupted";
         } else if (i > 0 && elapsed + estimate > run.budget_s) {
@@ -236,9 +282,9 @@ int run_advise(AdviseOptions& o) {
             progress.show(i, settings.size(), elapsed, row.setting.label());
             if (o.cold || i == 0) prepare_page_cache(layout.data_file, o.cold);
             const auto row_started = std::chrono::steady_clock::now();
-            run_row(row, base, directory, static_cast<int>(i + 1), run.assumptions, !o.keep.empty(),
-                    killed_by);
-            if (i == 0 && o.auto_epochs && !killed_by)
+            bool refused = run_row(row, base, directory, static_cast<int>(i + 1), run.assumptions,
+                                   !o.keep.empty(), killed_by);
+            if (i == 0 && o.auto_epochs && !killed_by && !refused)
                 if (auto more = epochs_for_a_measure(row.measure, base.epochs)) {
                     run.notes.push_back(fmt::format(
                         "{} epochs of the first setting took {:.2f} s: every replay runs {} "
@@ -248,9 +294,13 @@ int run_advise(AdviseOptions& o) {
                     run.replay_flags = shared_flags(base, fixed);
                     row = AdviseRow{settings[i]};
                     if (o.cold) prepare_page_cache(layout.data_file, true);
-                    run_row(row, base, directory, 1, run.assumptions, !o.keep.empty(), killed_by);
+                    refused = run_row(row, base, directory, 1, run.assumptions, !o.keep.empty(),
+                                      killed_by);
                 }
             spent_on_rows += seconds_since(row_started);
+            // The loader refused the dataset mid-run (damage its first check did not see): bad
+            // input, said in its one line; every other setting would find it too.
+            if (refused && !killed_by) return exit_bad_input;
         }
         run.rows.push_back(std::move(row));
         if (i + 1 == settings.size() && !second_round_added && !killed_by) {
@@ -261,9 +311,10 @@ int run_advise(AdviseOptions& o) {
         }
     }
     progress.clear();
+    if (!killed_by) killed_by = pending_stop_signal();
     run.elapsed_s = seconds_since(started);
     run.interrupted = killed_by != 0;
-    if (o.keep.empty()) std::filesystem::remove_all(directory);
+    temporary.remove();
 
     run.recommendation = recommend(run.rows, *accounting, run.limit_kb);
     for (Accounting a : all_accountings) {

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <functional>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace loaderlens::cli {
 
@@ -149,6 +152,75 @@ std::vector<AdviseSetting> second_round(const std::vector<GridAxis>& axes,
 
 std::vector<AdviseSetting> full_grid(const std::vector<GridAxis>& axes) {
     return crossed(axes, [](const GridAxis&) { return true; });
+}
+
+std::size_t planned_settings(const std::vector<GridAxis>& axes, bool full) {
+    std::size_t crossed = 1, others = 0;
+    for (const GridAxis& axis : axes) {
+        if (!full && !axis.primary) {
+            others += axis.values.size() - 1;
+            continue;
+        }
+        if (crossed > SIZE_MAX / axis.values.size()) return SIZE_MAX;
+        crossed *= axis.values.size();
+    }
+    return crossed > SIZE_MAX - others ? SIZE_MAX : crossed + others;
+}
+
+std::optional<std::string> too_many_settings(const std::vector<GridAxis>& axes, bool full) {
+    const std::size_t planned = planned_settings(axes, full);
+    if (planned <= max_settings) return std::nullopt;
+    std::string product;
+    for (const GridAxis& axis : axes)
+        if (axis.values.size() > 1)
+            product += (product.empty() ? ""
+                        : full          ? " x "
+                                        : ", ") +
+                       ("--" + axis.flag) + " (" + std::to_string(axis.values.size()) + ")";
+    return std::string(full ? "--full-grid: " : "") + product + ": " +
+           (planned == SIZE_MAX ? std::string("too many") : std::to_string(planned)) +
+           " settings, more than " + std::to_string(max_settings) +
+           (full ? " (give fewer values, or leave out --full-grid for two rounds)"
+                 : " (give fewer values)");
+}
+
+bool runnable(const LoaderFlags& flags) {
+    auto options = to_loader_options(flags);
+    if (!options) return false;
+    probes::DatasetLayout layout;
+    try {
+        probes::check_loader(*options, layout);
+    } catch (const std::runtime_error& e) {
+        print_error(e.what());
+        return false;
+    }
+    if (auto problem = dataset_bounds_problem(*options, layout)) {
+        print_error(*problem);
+        return false;
+    }
+    // The loader forks its workers and main: beyond the user's process limit the forks fail
+    // mid-run (root is not held to it).
+    rlimit processes{};
+    if (::geteuid() != 0 && ::getrlimit(RLIMIT_NPROC, &processes) == 0 &&
+        processes.rlim_cur != RLIM_INFINITY &&
+        static_cast<rlim_t>(flags.workers) + 2 > processes.rlim_cur) {
+        print_error("--workers " + std::to_string(flags.workers) + ": more than the " +
+                    std::to_string(processes.rlim_cur) +
+                    " processes this user may run (ulimit -u) less main and the recorder");
+        return false;
+    }
+    return true;
+}
+
+bool every_setting_runnable(const LoaderFlags& base, const std::vector<GridAxis>& axes, bool full) {
+    const std::vector<AdviseSetting> first = full ? full_grid(axes) : first_round(axes);
+    for (const AdviseSetting& setting : first) {
+        if (!runnable(with_setting(base, setting))) return false;
+        if (full) continue;
+        for (const AdviseSetting& around : second_round(axes, setting))
+            if (!runnable(with_setting(base, around))) return false;
+    }
+    return true;
 }
 
 LoaderFlags with_setting(LoaderFlags f, const AdviseSetting& setting) {

@@ -45,6 +45,22 @@ std::vector<AdviseSetting> second_round(const std::vector<GridAxis>& axes,
 // Every combination (--full-grid).
 std::vector<AdviseSetting> full_grid(const std::vector<GridAxis>& axes);
 
+// More settings than this are refused before any is built or run (docs/advise.md): a 5-minute
+// budget runs about 100, and every planned one is a row of the table, run or not.
+inline constexpr std::size_t max_settings = 1000;
+// The settings `advise` plans: every combination (full), or round one and at most the others'
+// values around its best; saturates at SIZE_MAX. With a one-line error when over max_settings.
+std::size_t planned_settings(const std::vector<GridAxis>& axes, bool full);
+std::optional<std::string> too_many_settings(const std::vector<GridAxis>& axes, bool full);
+
+// Whether the loader can run `flags` at all, the way `replay` checks them: a one-line error
+// naming the flag and nothing else when not. So that a grid with a value no setting can run
+// with (--workers beyond what may be forked, --readahead on a .npy) is refused before any run.
+bool runnable(const LoaderFlags& flags);
+// Every setting that can run (round two around any setting of round one): false after the error
+// of the first that cannot.
+bool every_setting_runnable(const LoaderFlags& base, const std::vector<GridAxis>& axes, bool full);
+
 // A setting's flags written into the loader's flags (`base` holds the shared ones).
 LoaderFlags with_setting(LoaderFlags base, const AdviseSetting& setting);
 
