@@ -3,13 +3,16 @@
 // only low worker counts fit under Σ RSS, while every setting fits under Σ PSS), every row's
 // peak is what a replay of that setting alone records (±5%), the time budget, the exit statuses,
 // bad input in one line, and the progress bar on a terminal only.
+#include "directory_wait.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 using namespace loaderlens;
 using namespace loaderlens::test;
@@ -181,13 +184,26 @@ BOOST_AUTO_TEST_CASE(a_signal_ends_it_with_the_table_so_far_and_no_files_left) {
     Dataset data;
     const std::string tmp = data.dir.file("tmp"), out = data.dir.file("out.json");
     std::filesystem::create_directory(tmp);
-    // Four settings of about 1.5 s each; SIGTERM after 2 s, during the second.
-    std::string line = "TMPDIR='" + tmp + "' '" + cli_path() + "' advise '" + data.npy +
-                       "' --json -q --mem-limit 4G --workers 1,2,3,4 --read pread --persistent "
-                       "no --transform-time 1ms --epochs 1 > '" +
-                       out + "' & p=$!; sleep 2; kill -TERM $p; wait $p; echo $?";
-    const RunResult r = run({"/bin/sh", "-c", line});
-    BOOST_TEST(r.out == "143\n"); // died of SIGTERM, as the replay under way did
+    // Four settings of about 1.5 s each; SIGTERM once the second's recording is made (found with
+    // inotify: a sleep of 2 s missed the second replay under load).
+    const std::string line = "exec env TMPDIR='" + tmp + "' '" + cli_path() + "' advise '" +
+                             data.npy +
+                             "' --json -q --mem-limit 4G --workers 1,2,3,4 --read pread "
+                             "--persistent no --transform-time 1ms --epochs 1 > '" +
+                             out + "'";
+    Child advise({"/bin/sh", "-c", line}, false);
+    const std::string directory = wait_for_entry(
+        tmp, [](const std::string&) { return true; }, std::chrono::seconds(60));
+    BOOST_REQUIRE(!directory.empty());
+    BOOST_REQUIRE(!wait_for_entry(
+                       directory, [](const std::string& name) { return name == "advise-2.db"; },
+                       std::chrono::seconds(120))
+                       .empty());
+    kill(advise.pid(), SIGTERM);
+    const auto status = advise.wait(std::chrono::seconds(120));
+    BOOST_REQUIRE(status.has_value());
+    BOOST_TEST(WIFSIGNALED(*status)); // died of SIGTERM, as the replay under way did
+    BOOST_TEST((WIFSIGNALED(*status) ? WTERMSIG(*status) : 0) == SIGTERM);
     std::ifstream file(out);
     const json result = json::parse(file);
     BOOST_TEST(result["interrupted"] == true);

@@ -4,6 +4,7 @@
 // nothing on stdout), never "nothing fits" (3); a --full-grid too large to walk is refused before
 // it is built; and a signal at any moment (at once, as its temporary directory appears, during a
 // replay) leaves no directory behind. The moments are found with inotify, not with sleeps.
+#include "directory_wait.hpp"
 #include "loaderlens/probes/dataset.hpp"
 #include "loaderlens/probes/mkdata.hpp"
 #include "replay_support.hpp"
@@ -13,9 +14,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,35 +48,6 @@ void require_bad_input(const RunResult& r, const std::string& named, const std::
         BOOST_TEST(r.out.empty());
         BOOST_TEST(fs::is_empty(tmp)); // nothing was made for a run
     }
-}
-
-// The first entry of `dir` that `wanted` accepts, waited for with inotify (the directory is read
-// again after each event, and once after the watch is set: nothing made before it is missed).
-// Empty after `timeout` or when `dir` is gone.
-std::string wait_for_entry(const std::string& dir,
-                           const std::function<bool(const std::string&)>& wanted,
-                           std::chrono::milliseconds timeout) {
-    const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    BOOST_REQUIRE(fd >= 0);
-    inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MOVED_TO);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string found;
-    for (;;) {
-        std::error_code error;
-        for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
-            if (wanted(it->path().filename().string())) found = it->path().string();
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              deadline - std::chrono::steady_clock::now())
-                              .count();
-        if (!found.empty() || error || left <= 0) break;
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
-        char events[4096];
-        while (read(fd, events, sizeof events) > 0) {
-        }
-    }
-    close(fd);
-    return found;
 }
 
 } // namespace
