@@ -40,7 +40,7 @@ struct Inputs {
         }
         made = dir.file("made.db");
         budget = dir.file("budget.toml");
-        std::ofstream(budget) << "[findings]\nforbidden = [\"anonymous_leak\"]\n";
+        std::ofstream(budget) << "[findings]\nforbid = [\"anon_leak\"]\n";
         dataset = dir.file("data.npy");
         auto made = run({cli_path(), "mkdata", "npy", dataset, "--count", "16", "--shape", "8"});
         BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
@@ -167,6 +167,17 @@ BOOST_AUTO_TEST_CASE(no_output_is_an_input_of_its_command) {
             fs::remove(dir.file("hard-" + name));
             fs::remove(dir.file("sym-" + name));
         }
+        // The control: a new name is written (or `check` fails a rule, 3), so that the refusals
+        // above are the rule's and not some other complaint about the command line.
+        const std::string fresh = dir.file("fresh.prom");
+        const RunResult ok = run(c.argv(in, fresh), std::chrono::seconds(30));
+        BOOST_TEST((ok.exit_code == 0 || ok.exit_code == 3), c.name << ": " << ok.err);
+        BOOST_TEST(fs::exists(fresh), c.name);
+        for (const auto& [path, bytes] : before)
+            BOOST_TEST(slurp(path) == bytes, c.name << ": " << path << " changed");
+        fs::remove(fresh);
+        fs::remove(in.made);
+        fs::remove(dir.file("m.db"));
     }
 }
 
