@@ -408,8 +408,10 @@ Runner add_advise(CLI::App& app) {
                   "Memory each real worker has besides its reads (an interpreter, imports)")
         ->capture_default_str();
     o->base.epochs = 3;
-    sub->footer("Exit status: 0 a setting fits (the recommendation), 3 none fits, 2 bad input, "
-                "1 an internal failure; interrupted: the table so far, then the signal's.");
+    sub->footer("Exit status: 0 a setting fits (the recommendation), 3 settings ran and none "
+                "fits, 2 bad input (also a value no setting can run with, a grid of more than "
+                "1000 settings, a dataset a replay found damaged), 1 an internal failure; "
+                "interrupted: the table so far, then the signal's.");
     return [o] { return run_advise(*o); };
 }
 
