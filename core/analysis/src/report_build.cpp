@@ -74,6 +74,17 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
     // The real end: no earlier than the last sample, whatever end_ms says.
     r.duration_ms = std::max<std::int64_t>(r.finished ? r.end.end_ms.value_or(0) : 0,
                                            std::max<std::int64_t>(0, r.end.last_sample_ms));
+    r.processes_missed.born = report_meta_number(input, "processes_born_counted");
+    r.processes_missed.missed = report_meta_number(input, "processes_missed");
+    r.processes_missed.at_least = data.meta.count("processes_missed_lower_bound") > 0;
+    if (auto it = data.meta.find("processes_missed_unavailable"); it != data.meta.end())
+        r.processes_missed.unavailable = it->second;
+    else if (!r.processes_missed.missed || !r.processes_missed.born)
+        r.processes_missed = {std::nullopt, std::nullopt, false,
+                              r.end.state == RecordingEnd::State::being_written
+                                  ? "counted when the recording finishes"
+                                  : "not counted by the recorder that made this recording "
+                                    "(an older one, or it stopped without finishing)"};
     r.markers = data.markers;
     r.loader = data.loader;
     r.unavailable = data.unavailable;

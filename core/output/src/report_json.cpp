@@ -86,6 +86,12 @@ std::string render_report_json(const ReportData& r) {
     out["processes"] = json::array();
     for (const auto& p : r.processes)
         out["processes"].push_back(process_json(p, r.end));
+    const ProcessesMissed& missed = r.processes_missed;
+    out["processes_missed"] = {
+        {"count", missed.missed ? json(*missed.missed) : json(nullptr)},
+        {"born_counted", missed.born ? json(*missed.born) : json(nullptr)},
+        {"at_least", missed.at_least},
+        {"unavailable", missed.unavailable.empty() ? json(nullptr) : json(missed.unavailable)}};
     out["files_unavailable"] = json::array();
     for (const auto& u : r.files_unavailable)
         out["files_unavailable"].push_back({{"process_id", u.process_id}, {"reason", u.reason}});

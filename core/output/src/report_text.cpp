@@ -27,6 +27,22 @@ std::string seconds(std::int64_t ms) {
 
 namespace {
 
+// Under the processes line: what the scans could not see (docs/recording.md, "Processes missed").
+std::string missed_line(const ProcessesMissed& m) {
+    if (!m.unavailable.empty())
+        return fmt::format("  missed     unknown: processes born and gone between two scans are "
+                           "not counted ({})\n",
+                           one_line(m.unavailable));
+    if (*m.missed == 0 && !m.at_least)
+        return fmt::format("  missed     none: every process born in the tree was recorded "
+                           "({} births, counted by the kernel's process events)\n",
+                           *m.born);
+    return fmt::format("  missed     {}{} of {} processes born in the tree exited between two "
+                       "scans and are not recorded (counted by the kernel's process events{})\n",
+                       m.at_least ? "at least " : "", *m.missed, *m.born,
+                       m.at_least ? "; some events were lost" : "");
+}
+
 using namespace report_format;
 
 std::string short_kib(const Kib& value) {
@@ -130,6 +146,7 @@ void append_header(std::string& out, const ReportData& r) {
         "  processes  {} in all: {} main, {} workers in {} slots ({} generation{}), {} helpers\n",
         r.processes.size(), r.processes.size() - workers - helpers, workers, slots, generations,
         generations == 1 ? "" : "s", helpers);
+    out += missed_line(r.processes_missed);
     std::string tiers;
     for (const auto& t : r.tiers) {
         tiers += fmt::format("{}{} every {} ms", tiers.empty() ? "" : ", ", t.tier, t.nominal_ms);

@@ -117,6 +117,14 @@ struct TreeTotals {
     int rollup_unreadable = 0; // processes whose PSS/USS could not be read: the sums leave them out
 };
 
+// Processes born in the tree that no scan saw (they were born and gone between two), as the
+// kernel's process events counted them (BirthCounter), or why that could not be counted.
+struct ProcessesMissed {
+    std::optional<std::int64_t> born, missed; // both or neither
+    bool at_least = false;                    // events were lost: missed is a lower bound
+    std::string unavailable;                  // the reason, when not counted
+};
+
 struct MergedReport; // merged_report.hpp
 
 struct ReportData {
@@ -130,6 +138,7 @@ struct ReportData {
     // end_ms, or the last sample of a recording not finished (never earlier than the last sample)
     std::int64_t duration_ms = 0;
     std::vector<ProcessSummary> processes;
+    ProcessesMissed processes_missed;
     std::vector<FileSummary> files;
     // Processes whose smaps could not be read at some sample (another user's, no
     // CAP_SYS_PTRACE), with the first reason: `files` lacks what they mapped.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "loaderlens/adaptive_interval.hpp"
+#include "loaderlens/birth_counter.hpp"
 #include "loaderlens/cgroup_sampler.hpp"
 #include "loaderlens/clock.hpp"
 #include "loaderlens/fast_sampler.hpp"
@@ -116,6 +117,13 @@ class Session {
 
     std::mutex tracker_mutex_;
     TreeTracker tracker_;
+    // The fast thread's: births the scans could not see (counted where the kernel says), and
+    // the tree as the last scan saw it.
+    BirthCounter births_;
+    std::vector<pid_t> members_;
+    // Until then the fast tier runs at its nominal interval whatever the budget: processes are
+    // being born, and one that lives less than a stretched interval would never be seen.
+    std::int64_t burst_until_ms_ = -1;
     FastSampler fast_;
     RollupSampler rollup_;
     MapsSampler maps_;
@@ -155,6 +163,8 @@ class Session {
     std::vector<std::string> warnings_; // under error_mutex_
     // Moves what the marker file's tail has to say into warnings_ (the fast thread).
     void collect_marker_warnings();
+    // The births no scan saw (BirthCounter), or why they cannot be counted, in the meta table.
+    void write_births_missed();
 };
 
 } // namespace loaderlens
