@@ -395,7 +395,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     created.sidecars.clear(); // removed
     if (user_markers_directory >= 0) ::close(user_markers_directory);
     if (textfile) textfile->write_final();
-    if (!o.quiet && !outcome.write_failure_reported)
+    if (!o.quiet && written)
         std::fprintf(stderr, "loaderlens: recording written to %s (see: loaderlens report %s)\n",
                      output.c_str(), output.c_str());
     if (hooks.after) hooks.after(output, written);

@@ -231,4 +231,14 @@ BOOST_AUTO_TEST_CASE(tail_of_a_replaced_recording, *LOADERLENS_MAY_SKIP) {
     BOOST_TEST(printed.find("cut") == std::string::npos);
 }
 
+// The command ends right after deleting the recording: the recorder notices at the latest when
+// it would finish it, and does not claim to have written it.
+BOOST_AUTO_TEST_CASE(deleted_just_before_the_end, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(fs::exists(python), "no " + python, InCi::must_have)) return;
+    TempDir dir;
+    const std::string out = dir.file("run.db");
+    says_once(record_and(out, "delete", out + "-wal", true), out, "deleted while it was");
+    BOOST_TEST(names_left(dir.path(), {}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
