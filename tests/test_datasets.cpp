@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Datasets: .npy header reading and writing (numpy itself as the oracle), raw and LMDB layouts,
 // deterministic generation and the `loaderlens mkdata` command.
+#include "fuzz_file_edit.hpp"
 #include "loaderlens/probes/dataset.hpp"
 #include "loaderlens/probes/mkdata.hpp"
 #include "precondition.hpp"
@@ -33,15 +34,6 @@ RunResult python(const std::string& script, std::vector<std::string> args = {}) 
     std::vector<std::string> argv{system_python, "-c", script};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
-}
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 // A .npy file with a hand-written dict, padded like numpy's, and `data_bytes` of data.

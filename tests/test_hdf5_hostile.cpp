@@ -7,6 +7,7 @@
 // killed main with SIGSEGV and the others were read as if nothing was wrong).
 #include "../probes/src/hdf5_layouts.hpp"
 #include "../probes/src/worker.hpp"
+#include "fuzz_file_edit.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -20,15 +21,6 @@ using namespace loaderlens::probes;
 using namespace loaderlens::test;
 
 namespace {
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // `load` with 0 and with 2 workers: exit 2, one line naming the file, the dataset and `reason`.
 void check_refused(const std::string& file, const std::string& reason) {

@@ -3,6 +3,7 @@
 // of the wrong size. Every case ends in a run or in one line that names the dataset (exit 2),
 // never in SIGBUS, SIGSEGV or SIGABRT inside LMDB, and never in "a worker failed" (exit 1) for
 // damage found while reading.
+#include "fuzz_file_edit.hpp"
 #include "loaderlens/probes/loader.hpp"
 #include "loaderlens/probes/mkdata.hpp"
 #include "support.hpp"
@@ -17,15 +18,6 @@ using namespace loaderlens::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // 64 records of 1 KiB: 25 pages of 4 KiB (2 meta pages, 1 branch page, 22 leaves of 3 records).
 std::string make_lmdb(const TempDir& dir, const std::string& name) {

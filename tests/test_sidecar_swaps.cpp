@@ -6,6 +6,7 @@
 // it kept) and says once what happened to the name; the reference loader writes only through the
 // descriptors record handed it. The swap is done by the command itself, at a moment it chooses:
 // after it opened the file as a program would, before it writes the line that is waited for.
+#include "fuzz_file_edit.hpp"
 #include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
@@ -20,11 +21,6 @@ using namespace loaderlens::test;
 namespace {
 
 const std::string secret_text = "SECRET-KEY-LINE";
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
 
 // The command: opens the markers file (fd 3, as a program that opened it earlier), runs `swap`
 // on its name, writes a marker through fd 3 and waits (at most 20 s) until the recorder has
@@ -100,7 +96,7 @@ BOOST_AUTO_TEST_CASE(a_markers_file_swapped_for_anything_is_never_read_through_i
                        r.result.err);
             BOOST_TEST(mentions(r.result.err, r.db + ".markers"), r.result.err);
             BOOST_TEST(lines_of(r.result.err).size() == 1u, r.result.err);
-            BOOST_TEST(read_file(r.secret).find(secret_text + " 2") != std::string::npos);
+            BOOST_TEST(read_bytes(r.secret).find(secret_text + " 2") != std::string::npos);
         }
     }
 }
@@ -148,7 +144,7 @@ BOOST_AUTO_TEST_CASE(the_loader_writes_markers_through_the_descriptor_record_han
              cli_path(), dataset});
     BOOST_TEST(result.exit_code == 0,
                "exit " << result.exit_code << ": " << result.err << result.out);
-    BOOST_TEST(read_file(victim) == "untouched\n");
+    BOOST_TEST(read_bytes(victim) == "untouched\n");
     const auto texts = marker_texts(db);
     BOOST_TEST(contains(texts, "epoch 0 end"), [&] {
         std::string all;
@@ -187,7 +183,7 @@ BOOST_AUTO_TEST_CASE(the_loader_events_file_swapped_during_replay_is_never_follo
     swapper.join();
     BOOST_TEST(result.exit_code == 0,
                "exit " << result.exit_code << ": " << result.err << result.out);
-    BOOST_TEST(read_file(victim) == "untouched\n");
+    BOOST_TEST(read_bytes(victim) == "untouched\n");
     BOOST_TEST(Recording(db).loader_run().epochs.size() == 2u);
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/output_rule.hpp"
 
+#include "loaderlens/file_kind.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -21,16 +23,6 @@ std::string normalized(const std::string& path) {
     if (error) return path;
     auto resolved = std::filesystem::weakly_canonical(absolute, error);
     return error ? absolute.lexically_normal().string() : resolved.string();
-}
-
-std::string kind_of(mode_t mode) {
-    if (S_ISLNK(mode)) return "a symbolic link";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
 }
 
 std::string directory_of(const std::string& path) {
@@ -79,7 +71,7 @@ const std::vector<std::string>& sqlite_companion_suffixes() {
 std::optional<std::string> replace_problem(const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;
-    return path + ": is " + kind_of(st.st_mode) +
+    return path + ": is " + file_kind(st.st_mode) +
            ", not a file a recording left: --force replaces only regular files";
 }
 
@@ -160,7 +152,7 @@ std::optional<std::string> output_target_problem(const std::string& named, const
     if (S_ISLNK(st.st_mode))
         return named + ": is a symbolic link: an output is never written through one";
     if (!S_ISREG(st.st_mode))
-        return named + ": is " + kind_of(st.st_mode) + ", not a regular file: not replaced";
+        return named + ": is " + file_kind(st.st_mode) + ", not a regular file: not replaced";
     return std::nullopt;
 }
 
