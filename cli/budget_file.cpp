@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "loaderlens/one_line.hpp"
+#include "toml_nesting_scan.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -268,127 +269,6 @@ void each_table(const Reader& in, const toml::node& node, const std::string& key
     read(in.table(node, key), key + ".");
 }
 
-// toml++ 3.3.0 parses nested tables, arrays and dotted keys by recursion: a file of 30,000
-// nested dotted keys (80 KB) overflowed the stack. This pre-scan bounds the nesting first,
-// iteratively, skipping strings and comments (a dot or bracket in them is not nesting). Depth is
-// counted generously (an inline table counts for its key and its braces): the schema's deepest,
-// `process = [{ role = "worker" }]`, is 4.
-class NestingScan {
-  public:
-    NestingScan(std::string_view text, int limit) : text_(text), limit_(limit) {}
-
-    // The line where the nesting first passes the limit, or nothing.
-    std::optional<int> too_deep() {
-        while (i_ < text_.size()) {
-            const char c = text_[i_];
-            if (open_.empty() && line_start_) {
-                if (c == ' ' || c == '\t' || c == '\r') {
-                    ++i_;
-                    continue;
-                }
-                line_start_ = false;
-                if (c == '[') {
-                    if (!header()) return line_;
-                    continue;
-                }
-                if (c != '\n' && c != '#') {
-                    in_line_key_ = true;
-                    line_key_ = 1;
-                }
-            }
-            if (c == '"' || c == '\'') {
-                skip_string();
-                continue;
-            }
-            ++i_;
-            if (c == '#') {
-                while (i_ < text_.size() && text_[i_] != '\n')
-                    ++i_;
-            } else if (c == '\n') {
-                ++line_;
-                if (open_.empty()) line_start_ = true, in_line_key_ = false, line_key_ = 0;
-            } else if (in_line_key_) {
-                if (c == '.') ++line_key_;
-                if (c == '=') in_line_key_ = false;
-            } else if (!open_.empty() && open_.back().in_key) {
-                if (c == '.') ++open_.back().key;
-                if (c == '=') open_.back().in_key = false;
-                if (c == '}') open_.pop_back();
-            } else if (c == '[' || c == '{') {
-                open_.push_back({c == '{' ? 1 : 0, c == '{'});
-            } else if (c == ']' || c == '}') {
-                if (!open_.empty()) open_.pop_back();
-            } else if (c == ',' && !open_.empty() && open_.back().key > 0) {
-                open_.back().key = 1;
-                open_.back().in_key = true;
-            }
-            if (depth() > limit_) return line_;
-        }
-        return std::nullopt;
-    }
-
-  private:
-    struct Open {
-        int key; // segments of the key being read or valued (0: an array)
-        bool in_key;
-    };
-
-    int depth() const {
-        int d = header_ + line_key_;
-        for (const Open& o : open_)
-            d += 1 + o.key;
-        return d;
-    }
-
-    // [a.b.c] or [[a.b]]: the table every key after it is in. False when too deep.
-    bool header() {
-        const bool array = i_ + 1 < text_.size() && text_[i_ + 1] == '[';
-        i_ += array ? 2 : 1;
-        header_ = 1 + (array ? 1 : 0);
-        while (i_ < text_.size() && text_[i_] != ']' && text_[i_] != '\n') {
-            if (text_[i_] == '"' || text_[i_] == '\'') {
-                skip_string();
-                continue;
-            }
-            if (text_[i_++] == '.' && ++header_ > limit_) return false;
-        }
-        return header_ <= limit_;
-    }
-
-    // A basic or literal string, one line or three quotes.
-    void skip_string() {
-        const char quote = text_[i_];
-        const bool multi = text_.substr(i_, 3) == std::string(3, quote);
-        i_ += multi ? 3 : 1;
-        while (i_ < text_.size()) {
-            const char c = text_[i_];
-            if (quote == '"' && c == '\\') {
-                if (i_ + 1 < text_.size() && text_[i_ + 1] == '\n') ++line_;
-                i_ += 2;
-                continue;
-            }
-            if (c == '\n') {
-                if (!multi) return; // an unterminated string: toml++ says so
-                ++line_;
-            }
-            if (c == quote && (!multi || text_.substr(i_, 3) == std::string(3, quote))) {
-                i_ += multi ? 3 : 1;
-                return;
-            }
-            ++i_;
-        }
-    }
-
-    std::string_view text_;
-    int limit_;
-    std::size_t i_ = 0;
-    int line_ = 1;
-    bool line_start_ = true;
-    bool in_line_key_ = false;
-    int header_ = 0, line_key_ = 0;
-    std::vector<Open> open_; // never deeper than the limit: the scan stops there
-};
-
 // The whole file, or a one-line reason it cannot be a budget.
 std::string budget_text(const std::string& path) {
     std::error_code error;
@@ -422,7 +302,7 @@ std::optional<double> parse_percent(const std::string& text) {
 
 Budget read_budget_file(const std::string& path) {
     const std::string content = budget_text(path);
-    if (auto line = NestingScan(content, max_budget_nesting).too_deep())
+    if (auto line = TomlNestingScan(content, max_budget_nesting).too_deep())
         throw BudgetFileError(one_line(path + ":" + std::to_string(*line) +
                                        ": nested deeper than " +
                                        std::to_string(max_budget_nesting) +
