@@ -101,9 +101,11 @@ void OverviewView::pick_finding(int row) {
 void OverviewView::refresh() {
     const ReportData* report = document().report();
     const auto& meta = document().data().meta;
-    auto meta_text = [&](const char* key) {
+    // A host name is at most 64 bytes (HOST_NAME_MAX): one longer is not one, and unbroken it
+    // would widen the window past the screen.
+    auto meta_text = [&](const char* key, int max_chars = recorded_text_chars) {
         auto it = meta.find(key);
-        return it == meta.end() ? QString() : recorded_text(it->second);
+        return it == meta.end() ? QString() : recorded_text(it->second, max_chars);
     };
     // A replay's command line is long: elided here, whole in the tooltip.
     const QString command = meta_text("command");
@@ -113,7 +115,7 @@ void OverviewView::refresh() {
             .arg((command.size() > 140 ? command.left(140) + "…" : command).toHtmlEscaped(),
                  document().state_text().toHtmlEscaped())
             .arg(document().processes().size())
-            .arg(meta_text("host").toHtmlEscaped(), meta_text("kernel").toHtmlEscaped()));
+            .arg(meta_text("host", 64).toHtmlEscaped(), meta_text("kernel", 64).toHtmlEscaped()));
     if (!report) {
         headline_->setText(document().has_data() ? "Diagnosing…" : "Reading the recording…");
         return;
