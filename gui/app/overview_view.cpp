@@ -110,11 +110,18 @@ void OverviewView::refresh() {
     // A replay's command line is long: elided here, whole in the tooltip.
     const QString command = meta_text("command");
     about_->setToolTip(command);
+    // The report's count of births no scan saw (docs/recording.md, "Processes missed").
+    QString missed;
+    if (report && report->processes_missed.missed && *report->processes_missed.missed > 0)
+        missed = QString(" (%1%2 more born and gone unrecorded)")
+                     .arg(report->processes_missed.at_least ? "at least " : "")
+                     .arg(*report->processes_missed.missed);
     about_->setText(
-        QString("<b>%1</b> — %2 · %3 processes · recorded on %4 (Linux %5)")
+        QString("<b>%1</b> — %2 · %3 processes%4 · recorded on %5 (Linux %6)")
             .arg((command.size() > 140 ? command.left(140) + "…" : command).toHtmlEscaped(),
                  document().state_text().toHtmlEscaped())
             .arg(document().processes().size())
+            .arg(missed)
             .arg(meta_text("host", 64).toHtmlEscaped(), meta_text("kernel", 64).toHtmlEscaped()));
     if (!report) {
         headline_->setText(document().has_data() ? "Diagnosing…" : "Reading the recording…");
