@@ -2,6 +2,7 @@
 #include "loaderlens/birth_counter.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <linux/cn_proc.h>
@@ -66,12 +67,18 @@ BirthCounter::BirthCounter() {
     // The kernel answers the request with an acknowledgement carrying its errno: EPERM without
     // CAP_NET_ADMIN in the initial user namespace.
     int error = send_op(socket_, PROC_CN_MCAST_LISTEN) ? 0 : errno;
+    // Other listeners' events may be queued before it on a busy machine: read on for 1 s.
     bool acknowledged = false;
-    for (int tries = 0; error == 0 && !acknowledged && tries < 64; ++tries) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (error == 0 && !acknowledged) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now())
+                              .count();
         pollfd ready{socket_, POLLIN, 0};
-        if (::poll(&ready, 1, 1000) <= 0) break;
-        alignas(nlmsghdr) char buffer[4096];
+        if (left <= 0 || ::poll(&ready, 1, static_cast<int>(left)) <= 0) break;
+        alignas(nlmsghdr) static thread_local char buffer[64 * 1024];
         ssize_t n = ::recv(socket_, buffer, sizeof buffer, 0);
+        if (n < 0 && errno == ENOBUFS) continue;
         if (n <= 0) break;
         for (auto* header = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(header, n);
              header = NLMSG_NEXT(header, n)) {
