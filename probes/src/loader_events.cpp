@@ -33,9 +33,11 @@ int inherited(const std::optional<std::string>& identity, struct stat& expected)
 
 int open_sidecar(const std::optional<std::string>& path, const std::optional<std::string>& handed,
                  int flags) {
+    // The name's variable is the switch: unset (a script that runs the loader bare under
+    // record), the file is not written, whatever descriptor was inherited.
+    if (!path || path->empty()) return -1;
     struct stat expected {};
     if (int fd = inherited(handed, expected); fd >= 0) return fd;
-    if (!path || path->empty()) return -1;
     // Created only when nobody made it for us; a file record made must still be that one.
     const bool made_by_record = expected.st_ino != 0;
     const int create = made_by_record || (flags & O_ACCMODE) == O_RDONLY ? 0 : O_CREAT;
