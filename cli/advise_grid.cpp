@@ -185,19 +185,8 @@ std::optional<std::string> too_many_settings(const std::vector<GridAxis>& axes, 
 }
 
 bool runnable(const LoaderFlags& flags) {
-    auto options = to_loader_options(flags);
-    if (!options) return false;
     probes::DatasetLayout layout;
-    try {
-        probes::check_loader(*options, layout);
-    } catch (const std::runtime_error& e) {
-        print_error(e.what());
-        return false;
-    }
-    if (auto problem = dataset_bounds_problem(*options, layout)) {
-        print_error(*problem);
-        return false;
-    }
+    if (!checked_loader_options(flags, layout)) return false;
     // The loader forks its workers and main: beyond the user's process limit the forks fail
     // mid-run (root is not held to it).
     rlimit processes{};

@@ -175,6 +175,23 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& f) {
     return o;
 }
 
+std::optional<probes::LoaderOptions> checked_loader_options(const LoaderFlags& flags,
+                                                            probes::DatasetLayout& layout) {
+    auto options = to_loader_options(flags);
+    if (!options) return std::nullopt;
+    try {
+        probes::check_loader(*options, layout);
+    } catch (const std::runtime_error& e) {
+        print_error(e.what());
+        return std::nullopt;
+    }
+    if (auto problem = dataset_bounds_problem(*options, layout)) {
+        print_error(*problem);
+        return std::nullopt;
+    }
+    return options;
+}
+
 std::optional<std::string> dataset_bounds_problem(const probes::LoaderOptions& options,
                                                   const probes::DatasetLayout& layout) {
     // DistributedSampler pads the epoch to a multiple of the world size: with more ranks than

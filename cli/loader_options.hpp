@@ -68,6 +68,11 @@ std::optional<probes::LoaderOptions> to_loader_options(const LoaderFlags& flags)
 std::optional<std::string> dataset_bounds_problem(const probes::LoaderOptions& options,
                                                   const probes::DatasetLayout& layout);
 
+// The loader's options checked as the loader checks them (check_loader) and against the
+// dataset (dataset_bounds_problem), with its layout; nothing after the one-line error.
+std::optional<probes::LoaderOptions> checked_loader_options(const LoaderFlags& flags,
+                                                            probes::DatasetLayout& layout);
+
 // Arguments that make `loaderlens load` run exactly these options (the dataset last, after --).
 std::vector<std::string> to_load_arguments(const LoaderFlags& flags);
 

@@ -33,19 +33,10 @@ std::string own_executable() {
 
 ReplayRecording record_replay(const LoaderFlags& flags, RecordOptions& record) {
     ReplayRecording out;
-    auto options = to_loader_options(flags);
-    if (!options) return out;
     probes::DatasetLayout layout;
-    try { // bad input is reported before a recording is created
-        probes::check_loader(*options, layout);
-    } catch (const std::runtime_error& e) {
-        print_error(e.what());
-        return out;
-    }
-    if (auto problem = dataset_bounds_problem(*options, layout)) {
-        print_error(*problem);
-        return out;
-    }
+    // Bad input is reported before a recording is created.
+    auto options = checked_loader_options(flags, layout);
+    if (!options) return out;
     // The dataset file is followed from the start, mapped or not (pread reads map nothing), and
     // its page cache is looked at once before the loader starts: the baseline that readahead
     // amplification is measured from.
