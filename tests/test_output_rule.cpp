@@ -35,15 +35,16 @@ struct Inputs {
         recording = dir.file("run.db");
         other = dir.file("other.db");
         for (const std::string* r : {&recording, &other}) {
-            auto made = run({cli_path(), "record", "-q", "-o", *r, "--", "true"});
-            BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+            auto recorded = run({cli_path(), "record", "-q", "-o", *r, "--", "true"});
+            BOOST_REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.err);
         }
         made = dir.file("made.db");
         budget = dir.file("budget.toml");
         std::ofstream(budget) << "[findings]\nforbid = [\"anon_leak\"]\n";
         dataset = dir.file("data.npy");
-        auto made = run({cli_path(), "mkdata", "npy", dataset, "--count", "16", "--shape", "8"});
-        BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+        auto generated =
+            run({cli_path(), "mkdata", "npy", dataset, "--count", "16", "--shape", "8"});
+        BOOST_REQUIRE_MESSAGE(generated.exit_code == 0, generated.err);
         // .prom: the metrics textfile's name must end so, or it is refused for its name alone.
         followed = dir.file("followed.prom");
         std::ofstream(followed) << "a file record --file follows\n";
