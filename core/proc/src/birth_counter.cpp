@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/birth_counter.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -37,6 +38,17 @@ bool in_initial_pid_namespace() {
     std::ifstream status("/proc/self/status");
     for (std::string line; std::getline(status, line);)
         if (line.rfind("NSpid:", 0) == 0) return line.find_first_of(" \t", 7) == std::string::npos;
+    return true;
+}
+
+// The event a netlink message carries, copied out: it starts 36 bytes into the message, where
+// its 64-bit fields are misaligned (UBSan: "misaligned address"). False for a short message.
+bool event_of(const nlmsghdr* header, proc_event& event) {
+    if (header->nlmsg_len < NLMSG_LENGTH(sizeof(cn_msg))) return false;
+    const auto* message = static_cast<const cn_msg*>(NLMSG_DATA(header));
+    const std::size_t room = header->nlmsg_len - NLMSG_LENGTH(sizeof(cn_msg));
+    event = {};
+    std::memcpy(&event, message->data, std::min<std::size_t>({message->len, room, sizeof event}));
     return true;
 }
 
@@ -82,11 +94,10 @@ BirthCounter::BirthCounter() {
         if (n <= 0) break;
         for (auto* header = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(header, n);
              header = NLMSG_NEXT(header, n)) {
-            const auto* message = static_cast<const cn_msg*>(NLMSG_DATA(header));
-            const auto* event = reinterpret_cast<const proc_event*>(message->data);
-            if (event->what != proc_event::PROC_EVENT_NONE) continue;
+            proc_event event;
+            if (!event_of(header, event) || event.what != proc_event::PROC_EVENT_NONE) continue;
             acknowledged = true;
-            error = static_cast<int>(event->event_data.ack.err);
+            error = static_cast<int>(event.event_data.ack.err);
         }
     }
     if (error != 0 || !acknowledged) {
@@ -138,14 +149,14 @@ int BirthCounter::drain(const std::vector<pid_t>& members) {
         if (n <= 0) break;
         for (auto* header = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(header, n);
              header = NLMSG_NEXT(header, n)) {
-            const auto* message = static_cast<const cn_msg*>(NLMSG_DATA(header));
-            const auto* event = reinterpret_cast<const proc_event*>(message->data);
-            if (event->what == proc_event::PROC_EVENT_FORK) {
-                const auto& fork = event->event_data.fork;
+            proc_event event;
+            if (!event_of(header, event)) continue;
+            if (event.what == proc_event::PROC_EVENT_FORK) {
+                const auto& fork = event.event_data.fork;
                 if (fork.child_pid == fork.child_tgid) // a process, not a thread
                     fork_event(fork.parent_tgid, fork.child_tgid);
-            } else if (event->what == proc_event::PROC_EVENT_EXIT) {
-                const auto& exit = event->event_data.exit;
+            } else if (event.what == proc_event::PROC_EVENT_EXIT) {
+                const auto& exit = event.event_data.exit;
                 if (exit.process_pid == exit.process_tgid) exit_event(exit.process_tgid);
             }
         }
