@@ -73,6 +73,7 @@ std::string with_chunk_dimension(const TempDir& dir, std::size_t dimension, std:
     return path;
 }
 
+#if !defined(__SANITIZE_ADDRESS__) // see a_crash_inside_a_read_is_the_dataset_s_and_only_there
 // A forked child that faults for real (a write through a null pointer), with a ReadCrashGuard
 // armed or not, reporting to `result_fd` as worker 3; returns its wait status.
 int fault_in_child(bool armed, int result_fd) {
@@ -95,6 +96,7 @@ int fault_in_child(bool armed, int result_fd) {
     waitpid(pid, &status, 0);
     return status;
 }
+#endif
 
 } // namespace
 
@@ -103,24 +105,40 @@ BOOST_AUTO_TEST_SUITE(hdf5_hostile)
 // What stays when libhdf5 crashes on damage the checks missed (the self-sourcing virtual dataset
 // did, before the checks): a fault while a read is guarded ends the process with exit 2 and the
 // reason on the result pipe, as a damaged dataset; a fault outside a read stays a crash.
+// Not in the sanitizer build: AddressSanitizer keeps SIGSEGV for itself (handle_segv) and reports
+// the fault instead, so the guard's handler never runs there (measured: exit 1 and ASan's
+// "SEGV on unknown address" in the child). The release build runs it.
+#if !defined(__SANITIZE_ADDRESS__)
 BOOST_AUTO_TEST_CASE(a_crash_inside_a_read_is_the_dataset_s_and_only_there) {
-    int pipe_fds[2];
-    BOOST_REQUIRE(pipe(pipe_fds) == 0);
-    const int inside = fault_in_child(true, pipe_fds[1]);
+    // One pipe per child, its write end closed here once the child is gone: a child that wrote
+    // nothing reads as end of file, never as a wait.
+    auto child = [](bool armed, std::string& reported) {
+        int pipe_fds[2];
+        BOOST_REQUIRE(pipe(pipe_fds) == 0);
+        const int status = fault_in_child(armed, pipe_fds[1]);
+        ::close(pipe_fds[1]);
+        char buffer[sizeof(TaskResult)];
+        ssize_t n;
+        while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+            reported.append(buffer, static_cast<std::size_t>(n));
+        ::close(pipe_fds[0]);
+        return status;
+    };
+    std::string inside_report, outside_report;
+    const int inside = child(true, inside_report);
     BOOST_TEST((WIFEXITED(inside) && WEXITSTATUS(inside) == 2), "wait status " << inside);
+    BOOST_REQUIRE_EQUAL(inside_report.size(), sizeof(TaskResult));
     TaskResult result{};
-    BOOST_REQUIRE(::read(pipe_fds[0], &result, sizeof result) == sizeof result);
+    std::memcpy(&result, inside_report.data(), sizeof result);
     BOOST_TEST(result.failed == static_cast<std::int32_t>(Failure::dataset_damaged));
     BOOST_TEST(result.worker == 3);
     BOOST_TEST(std::string(result.message) ==
                "record 7 of /data: libhdf5 crashed reading it (SIGSEGV): damage the checks missed");
-    const int outside = fault_in_child(false, pipe_fds[1]);
+    const int outside = child(false, outside_report);
     BOOST_TEST((WIFSIGNALED(outside) && WTERMSIG(outside) == SIGSEGV), "wait status " << outside);
-    ::close(pipe_fds[1]);
-    char extra = 0;
-    BOOST_TEST(::read(pipe_fds[0], &extra, 1) == 0); // nothing reported for it
-    ::close(pipe_fds[0]);
+    BOOST_TEST(outside_report.empty()); // nothing reported for it
 }
+#endif
 
 // The stack overflow: a virtual dataset whose source is itself ("." is the same file).
 // One whose source is another file is refused too: the loader cannot bound where that leads.
