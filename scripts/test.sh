@@ -53,6 +53,8 @@ if [ "${LOADERLENS_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake --build build-asan --target loaderlens loaderlens_tests
   echo "tests: sanitizer build: $((SECONDS - started)) s"
   export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+  # Leaks in libraries we link, each named with where it was seen (tests/lsan_suppressions.txt).
+  export LSAN_OPTIONS="suppressions=$PWD/tests/lsan_suppressions.txt:print_suppressions=0"
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   # Its test binary holds only the suites listed in tests/CMakeLists.txt
   # (loaderlens_sanitized_suites: parsers, recording, datasets, hostile input, fuzz): all of them.
