@@ -7,11 +7,13 @@
 // descriptors record handed it. The swap is done by the command itself, at a moment it chooses:
 // after it opened the file as a program would, before it writes the line that is waited for.
 #include "fuzz_file_edit.hpp"
+#include "loaderlens/marker_watch.hpp"
 #include "loaderlens/recording.hpp"
 #include "replay_support.hpp"
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <fcntl.h>
 #include <fstream>
 #include <thread>
 
@@ -185,6 +187,42 @@ BOOST_AUTO_TEST_CASE(the_loader_events_file_swapped_during_replay_is_never_follo
                "exit " << result.exit_code << ": " << result.err << result.out);
     BOOST_TEST(read_bytes(victim) == "untouched\n");
     BOOST_TEST(Recording(db).loader_run().epochs.size() == 2u);
+}
+
+// The watch that wakes the fast tier the moment a marker is appended (docs/recording.md,
+// "Markers"): the file record made is watched through its descriptor, a user's name under its
+// directory without following it. Each wait ends at the event; 5 s is only the bound of a broken
+// watch (its wake would then come at the next tick, 100 ms, and the marker lose its few-ms time).
+BOOST_AUTO_TEST_CASE(the_marker_watch_wakes_for_the_file_record_made_and_for_a_users_name) {
+    TempDir dir;
+    const std::string made = dir.file("run.db.markers");
+    const int fd = ::open(made.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int directory = ::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    BOOST_REQUIRE(fd >= 0 && directory >= 0);
+    {
+        MarkerWatch own(Sidecar{fd, directory, "run.db.markers", made});
+        BOOST_REQUIRE_MESSAGE(own.active(), own.problem());
+        std::ofstream(made, std::ios::app) << "epoch 0 end\n";
+        BOOST_TEST((own.wait(5000) == MarkerWatch::Wake::file_changed));
+    }
+    const std::string mine = dir.file("mine.markers"), victim = dir.file("victim");
+    std::ofstream(victim) << "";
+    {
+        MarkerWatch users(Sidecar{-1, directory, "mine.markers", mine});
+        BOOST_REQUIRE_MESSAGE(users.active(), users.problem());
+        std::ofstream(mine, std::ios::app) << "epoch 0 end\n"; // made after the watch began
+        BOOST_TEST((users.wait(5000) == MarkerWatch::Wake::file_changed));
+        std::ofstream(mine, std::ios::app) << "epoch 1 end\n";
+        BOOST_TEST((users.wait(5000) == MarkerWatch::Wake::file_changed));
+        // Swapped for a link: the rename is seen, then the link's target is not watched.
+        std::filesystem::create_symlink(victim, dir.file("link"));
+        std::filesystem::rename(dir.file("link"), mine);
+        BOOST_TEST((users.wait(5000) == MarkerWatch::Wake::file_changed));
+        std::ofstream(victim, std::ios::app) << "not a marker\n";
+        BOOST_TEST((users.wait(300) == MarkerWatch::Wake::timeout));
+    }
+    ::close(fd);
+    ::close(directory);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

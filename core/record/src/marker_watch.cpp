@@ -33,9 +33,9 @@ MarkerWatch::MarkerWatch(const Sidecar& sidecar, bool enabled) {
         return;
     }
     if (sidecar.fd >= 0) { // the file record made, whatever its name becomes
+        own_file_ = true;
         path_ = "/proc/self/fd/" + std::to_string(sidecar.fd);
         watch_file();
-        path_ = directory + "/" + name_; // not watched again: only this inode is read
         return;
     }
     path_ = directory + "/" + name_;
@@ -51,11 +51,14 @@ MarkerWatch::MarkerWatch(const Sidecar& sidecar, bool enabled) {
 }
 
 void MarkerWatch::watch_file() {
-    // Adding a watch on the inode the path names now (IN_DONT_FOLLOW: a link is watched as the
-    // link, never its target); the kernel drops the watch of a removed inode by itself
-    // (IN_IGNORED). ENOENT: not there yet, the directory watch will say when.
-    file_watch_ = ::inotify_add_watch(inotify_fd_, path_.c_str(),
-                                      IN_MODIFY | IN_CLOSE_WRITE | IN_DONT_FOLLOW);
+    // Adding a watch on the inode the path names now; the kernel drops the watch of a removed
+    // inode by itself (IN_IGNORED). ENOENT: not there yet, the directory watch will say when. A
+    // name the user gave is watched without following it (a link is watched as the link, never
+    // its target); the file record made is reached through its descriptor's /proc/self/fd link,
+    // which must be followed (IN_DONT_FOLLOW would watch the link itself: no event ever).
+    const std::uint32_t follow = own_file_ ? 0u : static_cast<std::uint32_t>(IN_DONT_FOLLOW);
+    file_watch_ =
+        ::inotify_add_watch(inotify_fd_, path_.c_str(), IN_MODIFY | IN_CLOSE_WRITE | follow);
 }
 
 MarkerWatch::~MarkerWatch() {

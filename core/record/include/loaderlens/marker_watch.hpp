@@ -44,6 +44,7 @@ class MarkerWatch {
 
     std::string path_, name_; // the file, and its name in its directory
     int directory_fd_ = -1;   // a duplicate held while watched (path_ goes through it)
+    bool own_file_ = false;   // path_ is /proc/self/fd/N of the file record made
     int inotify_fd_ = -1;
     int file_watch_ = -1, directory_watch_ = -1;
     int interrupt_fd_ = -1; // eventfd
