@@ -88,8 +88,8 @@ BirthCounter::BirthCounter() {
                               .count();
         pollfd ready{socket_, POLLIN, 0};
         if (left <= 0 || ::poll(&ready, 1, static_cast<int>(left)) <= 0) break;
-        alignas(nlmsghdr) static thread_local char buffer[64 * 1024];
-        ssize_t n = ::recv(socket_, buffer, sizeof buffer, 0);
+        char* buffer = reinterpret_cast<char*>(buffer_.data());
+        ssize_t n = ::recv(socket_, buffer, buffer_bytes(), 0);
         if (n < 0 && errno == ENOBUFS) continue;
         if (n <= 0) break;
         for (auto* header = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(header, n);
@@ -139,9 +139,9 @@ int BirthCounter::drain(const std::vector<pid_t>& members) {
     if (socket_ < 0) return 0;
     tree_.insert(members.begin(), members.end());
     births_this_drain_ = 0;
-    alignas(nlmsghdr) char buffer[64 * 1024];
+    char* buffer = reinterpret_cast<char*>(buffer_.data());
     for (;;) {
-        ssize_t n = ::recv(socket_, buffer, sizeof buffer, 0);
+        ssize_t n = ::recv(socket_, buffer, buffer_bytes(), 0);
         if (n < 0 && errno == ENOBUFS) {
             count_.lower_bound = true; // the kernel dropped events: what follows still counts
             continue;

@@ -53,6 +53,10 @@ class BirthCounter {
     std::unordered_set<pid_t> seen_;   // live members some scan saw
     BirthCount count_;
     int births_this_drain_ = 0;
+    // 64 KiB for the messages of one recv (on the heap: a static thread_local one made every
+    // thread's static TLS 64 KiB larger, and pthread_create of a 64 KiB stack failed).
+    std::vector<std::uint64_t> buffer_ = std::vector<std::uint64_t>(8 * 1024);
+    std::size_t buffer_bytes() const { return buffer_.size() * sizeof(std::uint64_t); }
 };
 
 } // namespace loaderlens
