@@ -211,24 +211,20 @@ BOOST_AUTO_TEST_CASE(its_wal_deleted_while_written, *LOADERLENS_MAY_SKIP) {
     reads_clean(out);
 }
 
-BOOST_AUTO_TEST_CASE(tail_of_a_deleted_recording, *LOADERLENS_MAY_SKIP) {
+BOOST_AUTO_TEST_CASE(tail_of_a_deleted_or_replaced_recording, *LOADERLENS_MAY_SKIP) {
     if (!precondition(fs::exists(python), "no " + python, InCi::must_have)) return;
-    const auto [printed, status] = tail_while("delete");
-    BOOST_TEST_MESSAGE(printed);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 2));
-    BOOST_TEST(printed.find("run.db: deleted or renamed away while it was followed") !=
-               std::string::npos);
-    BOOST_TEST(printed.find("cut") == std::string::npos);
-}
-
-BOOST_AUTO_TEST_CASE(tail_of_a_replaced_recording, *LOADERLENS_MAY_SKIP) {
-    if (!precondition(fs::exists(python), "no " + python, InCi::must_have)) return;
-    const auto [printed, status] = tail_while("replace");
-    BOOST_TEST_MESSAGE(printed);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 2));
-    BOOST_TEST(printed.find("run.db: replaced by another file while it was followed") !=
-               std::string::npos);
-    BOOST_TEST(printed.find("cut") == std::string::npos);
+    for (const auto& [how, said] :
+         {std::pair<std::string, std::string>{"delete", "deleted or renamed away"},
+          {"replace", "replaced by another file"}}) {
+        BOOST_TEST_CONTEXT(how) {
+            const auto [printed, status] = tail_while(how);
+            BOOST_TEST_MESSAGE(printed);
+            BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 2));
+            BOOST_TEST(printed.find("run.db: " + said + " while it was followed") !=
+                       std::string::npos);
+            BOOST_TEST(printed.find("cut") == std::string::npos);
+        }
+    }
 }
 
 // The command ends right after deleting the recording: the recorder notices at the latest when
