@@ -23,12 +23,10 @@ namespace {
 
 const std::string python = "/usr/bin/python3";
 
-// argv[1]: the recording; argv[2]: what to do to it; argv[3]: a file of the recorder's that it
-// removes or empties once it noticed (its -wal, or its -shm). Exits 7 then, 99 if that does not
-// come within 20 s. "and-exit" after them: exits 7 at once (the case pending on record_command).
-const char* const mover = R"(
+// Python: writes a marker and waits until the recorder has acknowledged a sample of it
+// ($LOADERLENS_SAMPLED): from then on the recording has rows.
+const std::string marked_and_sampled = R"(
 import os, shutil, sys, time
-path, action, wal = sys.argv[1:4]
 asked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 open(os.environ["LOADERLENS_MARKERS"], "a").write("before\n")
 while True:
@@ -38,6 +36,13 @@ while True:
     except (OSError, ValueError):
         pass
     time.sleep(0.005)
+)";
+
+// argv[1]: the recording; argv[2]: what to do to it; argv[3]: a file of the recorder's that it
+// removes or empties once it noticed (its -wal, or its -shm). Exits 7 then, 99 if that does not
+// come within 20 s. "and-exit" after them: exits 7 at once.
+const std::string mover = marked_and_sampled + R"(
+path, action, wal = sys.argv[1:4]
 if action == "delete":
     os.unlink(path)
 elif action == "replace":
@@ -104,18 +109,8 @@ void reads_clean(const std::string& file) {
 }
 
 // A recording being written, with a sample of a marker in it, until `go` exists.
-const char* const waiter = R"(
-import os, sys, time
+const std::string waiter = marked_and_sampled + R"(
 ready, go = sys.argv[1:3]
-asked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-open(os.environ["LOADERLENS_MARKERS"], "a").write("before\n")
-while True:
-    try:
-        a, b = open(os.environ["LOADERLENS_SAMPLED"]).read().split()
-        if a == b and int(a) >= asked: break
-    except (OSError, ValueError):
-        pass
-    time.sleep(0.005)
 open(ready, "w").close()
 deadline = time.monotonic() + 30
 while not os.path.exists(go) and time.monotonic() < deadline: time.sleep(0.01)
