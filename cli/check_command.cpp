@@ -158,6 +158,8 @@ InputFiles inputs_of(const CheckOptions& o, bool command, bool replay) {
 }
 
 int run_check(CheckOptions& o) {
+    // As record -o: `srun -n2 ... check --junit run-%j.%t.xml` leaves one file per task.
+    o.junit = expand_output_name(o.junit);
     const bool replay = o.replay && o.replay->parsed();
     const bool command = !o.record.command.empty();
     const int targets = (o.recording.empty() ? 0 : 1) + (command ? 1 : 0) + (replay ? 1 : 0);
@@ -289,7 +291,9 @@ Runner add_check(CLI::App& app) {
     sub->add_option(
         "--tolerance", o->tolerance,
         "How much a figure may grow over the baseline's (default 10%, or the budget's)");
-    sub->add_option("--junit", o->junit, "Also write the results as JUnit XML to this file");
+    sub->add_option("--junit", o->junit,
+                    "Also write the results as JUnit XML to this file (%j %s %t %a %N %p %% "
+                    "expanded as in -o)");
     add_recording_options(sub, o->record);
     o->replay =
         sub->add_subcommand("replay", "Replay the reference loader, then check its recording");

@@ -9,6 +9,7 @@
 #include "merge_inputs.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
+#include "output_name.hpp"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -119,11 +120,13 @@ Runner add_merge(CLI::App& app) {
                  "on one time axis (docs/merge.md)");
     sub->add_option("files", o->files, "The recordings (e.g. run-1234-*.db)")->required();
     sub->add_option("-o,--output", o->output,
-                    "The merged recording; written whole or not at all, never over an input")
+                    "The merged recording (%j %s %t %a %N %p %% expanded as in record -o); written "
+                    "whole or not at all, never over an input")
         ->required();
     sub->add_flag("-f,--force", o->force, "Replace an existing output");
     sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors and warnings");
     return [o] {
+        o->output = expand_output_name(o->output); // one merged file per job: merged-%j.db
         for (const std::string& file : o->files)
             if (auto problem = recording_name_problem(file)) {
                 print_error(*problem);

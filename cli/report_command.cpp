@@ -8,6 +8,8 @@
 #include "loaderlens/report.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
+#include "sibling_tasks.hpp"
+#include "output_name.hpp"
 
 #include <iostream>
 #include <unistd.h>
@@ -54,7 +56,7 @@ Runner add_report(CLI::App& app) {
     struct Options {
         std::string file;
         bool json = false;
-        std::string mem_limit, part;
+        std::string mem_limit, part, accounting;
     };
     auto o = std::make_shared<Options>();
     CLI::App* sub =
@@ -67,8 +69,19 @@ Runner add_report(CLI::App& app) {
     sub->add_option("--part", o->part,
                     "Of a merged recording (loaderlens merge): the full report of this part alone "
                     "(its name from the merged report: the node, e.g. node1 or node1.step0)");
+    sub->add_option("--accounting", o->accounting,
+                    std::string("What the site counts and enforces, before the configuration "
+                                "recorded in the job: ") +
+                        accounting_names() + " (docs/slurm.md)");
     return [o] {
         DiagnosisOptions options;
+        if (!o->accounting.empty()) {
+            options.accounting = accounting_view_key(o->accounting);
+            if (!options.accounting) {
+                print_error("--accounting " + o->accounting + ": expected " + accounting_names());
+                return exit_bad_input;
+            }
+        }
         if (!o->mem_limit.empty()) {
             const auto bytes = parse_size(o->mem_limit);
             if (!bytes) {
@@ -90,6 +103,7 @@ Runner add_report(CLI::App& app) {
         }
         try {
             Recording recording(o->file);
+            if (o->part.empty()) find_sibling_tasks(recording, options);
             std::string problem;
             const auto report = report_of(recording, o->part, options, problem);
             if (!report) {
@@ -124,9 +138,10 @@ Runner add_export(CLI::App& app) {
                   "openmetrics: every tick as a sample with its time, for backfilling with "
                   "promtool tsdb create-blocks-from openmetrics");
     sub->add_option("-o,--output", o->output,
-                    "Output file (default: standard output); written whole or not at all, never "
-                    "over the recording read");
+                    "Output file (default: standard output; %j %s %t %a %N %p %% expanded as in "
+                    "record -o); written whole or not at all, never over the recording read");
     return [o] {
+        o->output = expand_output_name(o->output); // as record -o: one file per task under srun
         InputFiles inputs;
         inputs.add_recording(o->file);
         if (auto problem = recording_name_problem(o->file)) {
