@@ -6,6 +6,7 @@
 #include "loaderlens/proc_text.hpp"
 #include "loaderlens/process_list.hpp"
 #include "loaderlens/session.hpp"
+#include "loaderlens/slurm_site_reader.hpp"
 #include "metrics_textfile.hpp"
 #include "numeric_option.hpp"
 #include "output_checks.hpp"
@@ -145,7 +146,7 @@ struct LoopOutcome {
 // forwarding signals to the command.
 LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingClock& clock,
                           int signal_fd, pid_t child, bool attach, const std::string& output,
-                          bool quiet, MetricsTextfile* textfile) {
+                          bool quiet, MetricsTextfile* textfile, SlurmSiteReader* site) {
     StatusLine status(!quiet && isatty(STDERR_FILENO), output);
     LoopOutcome outcome;
     bool stop = false;
@@ -188,6 +189,17 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
             if (outcome.child_status) stop = true;
         } else if (session.tree_gone()) {
             stop = true;
+        }
+        // The site's SLURM configuration, written from this thread (the recorder's only writer)
+        // once the reading process has answered.
+        if (site && !site->taken() && session.write_error().empty()) {
+            if (auto rows = site->poll()) {
+                try {
+                    for (const auto& [key, value] : *rows)
+                        recorder.set_meta(key, value);
+                } catch (const std::exception&) { // the next pump() reports the write error
+                }
+            }
         }
         session.pump();
         if (auto error = session.write_error(); !error.empty() && !outcome.write_failure_reported) {
@@ -288,6 +300,10 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
 
     RecordingClock clock;
     write_run_meta(*recorder, clock, session_options, o);
+    // Inside a SLURM job: what the site applies, read by a process of its own from now on (never
+    // before the command starts, never from the recorded tree). Started while we have one thread
+    // and are no subreaper yet.
+    std::unique_ptr<SlurmSiteReader> site = SlurmSiteReader::start_in_job();
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
     int user_markers_directory = -1; // held while the session reads the user's marker file
@@ -363,7 +379,7 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     Session session(session_options, tracker, *recorder, clock);
     session.start();
     LoopOutcome outcome = sampling_loop(session, *recorder, clock, signal_fd, child, attach, output,
-                                        o.quiet, textfile.get());
+                                        o.quiet, textfile.get(), site.get());
     if (textfile) textfile->stop_reading(); // before finish(), which folds the WAL in
 
     const bool interrupted = attach ? !outcome.stop_reason.empty()
@@ -383,6 +399,15 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
             }
             if (!outcome.stop_reason.empty())
                 recorder->set_meta("stop_reason", outcome.stop_reason);
+            if (site && !site->taken()) {
+                // After a signal to the command (scancel) no wait: SLURM's KillWait runs.
+                const bool hurry = !attach && !outcome.stop_reason.empty();
+                const auto rows = hurry ? site->now("not read before the recording ended (" +
+                                                    outcome.stop_reason + ")")
+                                        : site->wait();
+                for (const auto& [key, value] : rows)
+                    recorder->set_meta(key, value);
+            }
             if (hooks.before_finish) hooks.before_finish(*recorder, clock, output);
             write_recorder_footprint(*recorder);
             recorder->finish(interrupted ? "interrupted" : "finished", clock.now_ms());

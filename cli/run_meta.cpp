@@ -51,6 +51,13 @@ const std::vector<const char*>& slurm_variables() {
         "SLURM_LOCALID",
         "SLURM_NODEID",
         "SLURM_NTASKS",
+        // Which tasks share this node and step (SLURM holds them to the step's limit together):
+        // their global ids, and the step's task and node counts.
+        "SLURM_GTIDS",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_STEP_NUM_NODES",
+        "SLURM_STEP_TASKS_PER_NODE",
+        "SLURM_TASKS_PER_NODE",
         "SLURM_ARRAY_JOB_ID",
         "SLURM_ARRAY_TASK_ID",
         "SLURM_JOB_NAME",
@@ -64,6 +71,7 @@ const std::vector<const char*>& slurm_variables() {
         "SLURM_JOB_CPUS_PER_NODE",
         "SLURM_JOB_NODELIST",
         "SLURMD_NODENAME",
+        "SLURM_CONF",
     };
     return names;
 }
@@ -72,6 +80,9 @@ void write_run_meta(Recorder& recorder, const RecordingClock& clock,
                     const SessionOptions& session_options, const RecordOptions& o) {
     write_host_meta(recorder, clock);
     write_slurm_meta(recorder);
+    // The -o pattern before %j %s %t %N %p were expanded: a report finds the recordings of the
+    // step's other tasks by it.
+    recorder.set_meta("output_pattern", o.output.empty() ? default_output_pattern() : o.output);
     recorder.set_meta("cpu_budget", std::to_string(session_options.cpu_budget));
     recorder.set_meta("pss_max_age_ms", std::to_string(session_options.pss_max_age_ms));
     recorder.set_meta("interval_fast_ms", std::to_string(session_options.fast_ms));
