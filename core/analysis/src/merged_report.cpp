@@ -3,6 +3,7 @@
 #include "loaderlens/merged_report.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace loaderlens {
 
@@ -71,11 +72,50 @@ const PartReport* MergedReport::part(const std::string& name) const {
     return nullptr;
 }
 
-std::vector<JobTotal> job_totals(
-    const std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>>& parts) {
+std::string cgroup_of(const RecordingData& rows) {
+    for (auto it = rows.cgroup.rbegin(); it != rows.cgroup.rend(); ++it)
+        if (!it->sample.path.empty()) return it->sample.version + ":" + it->sample.path;
+    return {};
+}
+
+namespace {
+
+// The series of a view over the parts, one per part; in a cgroup view, one per cgroup of a node:
+// tasks of one step on a node read the step's cgroup each, and it holds their memory once.
+std::vector<PartSeries> view_series(const std::vector<PartViews>& parts,
+                                    const std::vector<const SchedulerView*>& views, bool cgroup) {
+    std::vector<PartSeries> series;
+    std::map<std::pair<std::string, std::string>, std::size_t> read_by; // (host, cgroup) -> series
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (!views[i]) continue;
+        PartSeries own = on_job_axis(views[i]->points, *parts[i].part);
+        if (!cgroup || parts[i].cgroup.empty()) {
+            series.push_back(std::move(own));
+            continue;
+        }
+        auto [it, first] =
+            read_by.emplace(std::pair{parts[i].part->host, parts[i].cgroup}, series.size());
+        if (first) {
+            series.push_back(std::move(own));
+            continue;
+        }
+        PartSeries& shared = series[it->second];
+        shared.points.insert(shared.points.end(), own.points.begin(), own.points.end());
+        std::stable_sort(
+            shared.points.begin(), shared.points.end(),
+            [](const SeriesPoint& a, const SeriesPoint& b) { return a.t_ms < b.t_ms; });
+        shared.from_ms = std::min(shared.from_ms, own.from_ms);
+        shared.to_ms = std::max(shared.to_ms, own.to_ms);
+    }
+    return series;
+}
+
+} // namespace
+
+std::vector<JobTotal> job_totals(const std::vector<PartViews>& parts) {
     std::vector<JobTotal> out;
     if (parts.empty()) return out;
-    for (const SchedulerView& first : *parts.front().second) {
+    for (const SchedulerView& first : *parts.front().views) {
         JobTotal total;
         SchedulerView& v = total.view;
         v.key = first.key;
@@ -84,33 +124,43 @@ std::vector<JobTotal> job_totals(
         v.source = first.source;
         v.at_limit = first.at_limit;
         v.recorder_in_figure = first.recorder_in_figure;
-        std::vector<PartSeries> series;
+        std::vector<const SchedulerView*> views;
         std::optional<std::int64_t> first_peak_ms;
-        for (const auto& [part, views] : parts) {
-            auto view = std::find_if(views->begin(), views->end(),
+        for (const PartViews& p : parts) {
+            auto view = std::find_if(p.views->begin(), p.views->end(),
                                      [&](const SchedulerView& s) { return s.key == first.key; });
-            if (view == views->end()) continue;
-            series.push_back(on_job_axis(view->points, *part));
+            views.push_back(view == p.views->end() ? nullptr : &*view);
+            if (view == p.views->end()) continue;
             v.interval_ms = std::max(v.interval_ms, view->interval_ms);
             if (!view->peak) continue;
-            const std::int64_t at = saturating_add(view->peak_ms, part->offset_ms);
+            const std::int64_t at = saturating_add(view->peak_ms, p.part->offset_ms);
             if (!first_peak_ms || at < *first_peak_ms) {
                 first_peak_ms = at;
-                total.first_peak_part = part->name;
+                total.first_peak_part = p.part->name;
             }
             if (!total.highest_kb || *view->peak > *total.highest_kb) {
                 total.highest_kb = view->peak;
-                total.highest_part = part->name;
+                total.highest_part = p.part->name;
             }
         }
         total.first_peak_ms = first_peak_ms.value_or(0);
-        v.points = aligned_sum(series);
+        v.points = aligned_sum(view_series(parts, views, v.recorder_in_figure));
         const Peak peak = peak_of(v.points);
         v.peak = peak.value;
         v.peak_ms = peak.t_ms;
         v.samples = static_cast<int>(std::count_if(v.points.begin(), v.points.end(),
                                                    [](const SeriesPoint& p) { return p.value; }));
         if (!v.peak) v.unavailable = "no part had a value of it";
+        // The recorders of the parts in their run at the peak: each is a process of its step,
+        // counted by SLURM with the rest (sacct's TRESUsageInTot has them).
+        for (std::size_t i = 0; i < parts.size() && v.peak && !v.recorder_in_figure; ++i) {
+            const RecordingPart& part = *parts[i].part;
+            if (!views[i] || !views[i]->recorder_kb || v.peak_ms < part.offset_ms ||
+                v.peak_ms > saturating_add(part.offset_ms, part.duration_ms))
+                continue;
+            v.recorder_kb = saturating_add(v.recorder_kb.value_or(0), *views[i]->recorder_kb);
+        }
+        if (v.peak) v.counted_kb = saturating_add(*v.peak, v.recorder_kb.value_or(0));
         out.push_back(std::move(total));
     }
     return out;
@@ -123,9 +173,9 @@ std::vector<SchedulerView> job_scheduler_series(const RecordingData& data,
     std::vector<std::vector<SchedulerView>> views;
     for (const auto& [part, rows] : parts)
         views.push_back(scheduler_series(rows));
-    std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>> each;
+    std::vector<PartViews> each;
     for (std::size_t i = 0; i < parts.size(); ++i)
-        each.push_back({&parts[i].first, &views[i]});
+        each.push_back({&parts[i].first, &views[i], cgroup_of(parts[i].second)});
     std::vector<SchedulerView> out;
     for (JobTotal& total : job_totals(each))
         out.push_back(std::move(total.view));
@@ -158,11 +208,13 @@ ReportData build_merged_report(const Recording& recording, const DiagnosisOption
     // largest node (and of every part's report).
     auto report = std::make_shared<MergedReport>();
     std::vector<PartSeries> uss;
+    std::vector<std::string> cgroups;
     for (const RecordingPart& part : recording.parts()) {
         RecordingData rows = recording.read_part(part.id);
         r.markers.insert(r.markers.end(), rows.markers.begin(), rows.markers.end());
         r.unavailable.insert(r.unavailable.end(), rows.unavailable.begin(), rows.unavailable.end());
         RecordingData own = on_part_clock(std::move(rows), part);
+        cgroups.push_back(cgroup_of(own));
         uss.push_back(on_job_axis(series(own, {.figure = Figure::uss}).points, part));
         report->parts.push_back(
             {part, part_report(recording.path(), part, std::move(own), options)});
@@ -171,9 +223,10 @@ ReportData build_merged_report(const Recording& recording, const DiagnosisOption
                      [](const Marker& a, const Marker& b) { return a.t_ms < b.t_ms; });
     std::stable_sort(r.unavailable.begin(), r.unavailable.end(),
                      [](const auto& a, const auto& b) { return a.t_ms < b.t_ms; });
-    std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>> views;
-    for (const PartReport& p : report->parts)
-        views.push_back({&p.part, &p.report.diagnosis.schedulers});
+    std::vector<PartViews> views;
+    for (std::size_t i = 0; i < report->parts.size(); ++i)
+        views.push_back(
+            {&report->parts[i].part, &report->parts[i].report.diagnosis.schedulers, cgroups[i]});
     report->totals = job_totals(views);
 
     for (const PartReport& p : report->parts) {

@@ -24,7 +24,9 @@ struct PartReport {
 
 struct JobTotal {
     // key, name, counts, source, at_limit as the parts' view; points: the sums (job's axis),
-    // partial where a part in its run had no value; peak, peak_ms; no limit, no recorder share.
+    // partial where a part in its run had no value; peak, peak_ms; no limit. recorder_kb: the
+    // recorders' shares of the parts in their run at the peak (each recorder is a process of its
+    // step: SLURM counts it), counted_kb = peak + them; a cgroup view has them in the figure.
     SchedulerView view;
     std::string first_peak_part; // the part whose own peak came first on the job's axis
     std::int64_t first_peak_ms = 0;
@@ -65,10 +67,20 @@ ReportData build_merged_report(const Recording& recording, const DiagnosisOption
 std::optional<ReportData> build_part_report(const Recording& recording, const std::string& name,
                                             const DiagnosisOptions& options = {});
 
-// The job totals of the scheduler views over `parts`, each with its own views (on its own
-// clock) and its part (for the offset and the run).
-std::vector<JobTotal> job_totals(
-    const std::vector<std::pair<const RecordingPart*, const std::vector<SchedulerView>*>>& parts);
+// A part's scheduler views (on its own clock), its part (for the offset and the run), and the
+// cgroup its recorder read: "" when none.
+struct PartViews {
+    const RecordingPart* part = nullptr;
+    const std::vector<SchedulerView>* views = nullptr;
+    std::string cgroup; // the path of its last cgroup sample
+};
+
+// The job totals of the scheduler views over `parts`. Parts on one node (host) that read one
+// cgroup (tasks of a step sharing the step's cgroup) count that cgroup once in the cgroup views:
+// their readings of it are one series, the latest reading of any of them at each tick.
+std::vector<JobTotal> job_totals(const std::vector<PartViews>& parts);
+// The cgroup a part's rows read (the path of its last cgroup sample), or "".
+std::string cgroup_of(const RecordingData& rows);
 // The scheduler views' series for the export: scheduler_series() of an ordinary recording; of a
 // merged one, the job totals (`path` names it in a RecordingError).
 std::vector<SchedulerView> job_scheduler_series(const RecordingData& data, const std::string& path);
