@@ -126,7 +126,16 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
         if (c.usage && (!d.cgroup_at_peak || *c.usage > d.cgroup_at_peak->usage.value_or(-1)))
             d.cgroup_at_peak = c;
     d.limit = resolve_limit(data, options);
-    d.schedulers = scheduler_views(data, &report, d);
+    d.site = site_accounting(data.meta, options.accounting);
+    d.node_tasks = node_task_ids(data);
+    if (d.node_tasks.size() > 1) {
+        if (auto own = data.meta.find("slurm_procid"); own != data.meta.end())
+            d.node_tasks_found.push_back(own->second);
+        for (const TaskOnNode& sibling : options.siblings)
+            d.node_tasks_found.push_back(sibling.task);
+        d.node_tasks_missing = options.siblings_missing;
+    }
+    d.schedulers = scheduler_views(data, &report, d, options);
     d.epochs = find_epochs(data, d.epochs_source);
     d.growth = slot_growth(data, rows, d.epochs, report.duration_ms);
     d.timelines = slot_timelines(data, rows, report.duration_ms, timeline_columns);
@@ -139,6 +148,7 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     sharing_findings(context, findings);
     loader_findings(context, findings);
     hdf5_findings(context, findings);
+    kill_findings(context, findings);
     std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
         if (a.severity != b.severity)
             return static_cast<int>(a.severity) < static_cast<int>(b.severity);

@@ -52,7 +52,17 @@ struct Context {
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options);
 // `report` gives the tiers' intervals (none: 0).
 std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
-                                           const Diagnosis& diagnosis);
+                                           const Diagnosis& diagnosis,
+                                           const DiagnosisOptions& options);
+// SLURM's polls of `points` every `period_s` (SchedulerView::Polled); `over_kb`: the figure above
+// which a poll sees the counted figure over the limit.
+std::optional<SchedulerView::Polled> polled_peak(const std::vector<SeriesPoint>& points,
+                                                 int period_s, const Kib& over_kb);
+// The SLURM_PROCIDs of the step's tasks on this node (meta slurm_gtids); one or none: alone.
+std::vector<std::string> node_task_ids(const RecordingData& data);
+// Fills SchedulerView::node of the per-process views of one of several tasks on its node.
+void node_sums(const RecordingData& data, const DiagnosisOptions& options,
+               std::int64_t duration_ms, std::vector<SchedulerView>& views);
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
 // The data files of the run: those the residency tier followed (it never follows a file mapped
 // executable, nor system data); without residency rows, the mapped files that are not code
@@ -72,6 +82,8 @@ void growth_findings(const Context& context, std::vector<Finding>& out);
 void loader_findings(const Context& context, std::vector<Finding>& out);
 void limit_findings(const Context& context, std::vector<Finding>& out);
 void hdf5_findings(const Context& context, std::vector<Finding>& out);
+// A step killed outright (a cut recording without a signal) near the limit of the figure in force.
+void kill_findings(const Context& context, std::vector<Finding>& out);
 
 // "12.3 MiB" and friends, for evidence lines.
 std::string size_text(std::int64_t kb);

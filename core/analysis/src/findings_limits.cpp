@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Findings about memory held by main for the batches (shared-memory batches, scenario 8; pinned
-// staging, 9), a dataset the page cache cannot hold (10), and a limit that is near (12).
-// docs/findings.md.
+// staging, 9) and a dataset the page cache cannot hold (10); the limit (12) is
+// findings_site_limits.cpp. docs/findings.md.
 #include "diagnosis_parts.hpp"
 #include "findings_thresholds.hpp"
 
@@ -145,60 +145,6 @@ void thrashing(const Context& c, std::vector<Finding>& out) {
 void loader_findings(const Context& context, std::vector<Finding>& out) {
     batches_in_main(context, out);
     thrashing(context, out);
-}
-
-void limit_findings(const Context& c, std::vector<Finding>& out) {
-    const SchedulerView* tightest = nullptr;
-    std::vector<std::string> evidence;
-    for (const SchedulerView& v : c.diagnosis.schedulers) {
-        if (!v.margin_kb || !v.limit.kb || *v.limit.kb <= 0) continue;
-        const double used =
-            static_cast<double>(saturating_sub(*v.limit.kb, *v.margin_kb)) / *v.limit.kb;
-        evidence.push_back(
-            fmt::format("{}: peak {} at {:.1f} s{}, limit {} ({}): margin {}", v.name,
-                        size_text(*v.peak), v.peak_ms / 1000.0,
-                        v.recorder_kb ? fmt::format(" + recorder {}", size_text(*v.recorder_kb))
-                                      : std::string(),
-                        size_text(*v.limit.kb), v.limit.source, size_text(*v.margin_kb)));
-        if (used >= thresholds::limit_near_share &&
-            (!tightest || *v.margin_kb < *tightest->margin_kb))
-            tightest = &v;
-    }
-    if (!tightest) return;
-    Finding x;
-    x.kind = "limit_near";
-    x.severity = *tightest->margin_kb < 0 ? Severity::critical : Severity::warning;
-    const bool over = *tightest->margin_kb < 0;
-    x.title = fmt::format(
-        "{} the limit: {} counts {} at its peak, {} {} the {} limit ({}): {}",
-        over ? "over" : "near", tightest->name,
-        size_text(saturating_sub(*tightest->limit.kb, *tightest->margin_kb)),
-        size_text(over ? saturating_sub(0, *tightest->margin_kb) : *tightest->margin_kb),
-        over ? "above" : "below", size_text(*tightest->limit.kb), tightest->limit.source,
-        tightest->at_limit);
-    x.evidence = std::move(evidence);
-    if (!c.data.cgroup.empty()) {
-        const CgroupSample& last = c.data.cgroup.back().sample;
-        if (last.anon && last.file)
-            x.evidence.push_back(fmt::format(
-                "in the cgroup at the end: file pages {} will be reclaimed first; anonymous {} is "
-                "what can be OOM-killed",
-                size_text(*last.file), size_text(*last.anon)));
-        if (last.failcnt && *last.failcnt > 0)
-            x.evidence.push_back(
-                fmt::format("the cgroup hit its limit {} times (failcnt)", *last.failcnt));
-        if (last.oom_kill && *last.oom_kill > 0)
-            x.evidence.push_back(
-                fmt::format("the OOM killer killed {} processes in the cgroup", *last.oom_kill));
-    }
-    x.advice = "raise the limit, or lower what that view counts (see the other findings for what "
-               "it is made of)";
-    x.from_ms = x.to_ms = tightest->peak_ms;
-    if (tightest->peak_process_id) x.process_ids = {*tightest->peak_process_id};
-    x.figure_name = "margin_kb";
-    x.figure = static_cast<double>(*tightest->margin_kb);
-    x.figure_unit = "KiB";
-    out.push_back(std::move(x));
 }
 
 } // namespace loaderlens::diagnosis

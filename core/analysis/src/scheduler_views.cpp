@@ -55,11 +55,41 @@ Kib difference(const Kib& a, const Kib& b) {
     return std::max<std::int64_t>(0, saturating_sub(*a, *b));
 }
 
+// The site's roles, SLURM's polls, and the site's figures first (docs/slurm.md, "Modes").
+void apply_site(const SiteAccounting& site, std::vector<SchedulerView>& views) {
+    for (SchedulerView& view : views) {
+        if (site.known() && view.key == site.view) {
+            view.site_role = site.kills ? "enforced" : "accounted";
+            if (!site.kills && view.key.starts_with("slurm_"))
+                view.at_limit = "SLURM records it (sacct MaxRSS); without OverMemoryKill in "
+                                "JobAcctGatherParams it kills nothing";
+        } else if (site.known() && view.key == "cgroup_usage" && view.limit.kb &&
+                   view.limit.source.starts_with("cgroup")) {
+            view.site_role = "enforced"; // the kernel holds a cgroup to its own limit
+        }
+        if (site.poll_s && *site.poll_s > 0 && view.key.starts_with("slurm_")) {
+            const bool node = view.node && view.node->counted_kb;
+            const Kib recorders = node ? view.node->recorders_kb : view.recorder_kb;
+            Kib over;
+            if (view.limit.kb) over = saturating_sub(*view.limit.kb, recorders.value_or(0));
+            view.polled = polled_peak(node ? view.node->points : view.points, *site.poll_s, over);
+        }
+    }
+    if (!site.known()) return;
+    std::stable_partition(views.begin(), views.end(),
+                          [](const SchedulerView& v) { return v.site_role == "enforced"; });
+    std::stable_partition(views.begin(), views.end(),
+                          [](const SchedulerView& v) { return !v.site_role.empty(); });
+}
+
 } // namespace
 
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options) {
     if (options.mem_limit_kb) return {options.mem_limit_kb, "--mem-limit"};
     if (auto kb = positive_meta(data, "mem_limit_kb")) return {kb, "--mem-limit (record)"};
+    // A step's own `srun --mem` is its limit; SLURM_MEM_PER_NODE keeps the job's (kernel-notes).
+    if (auto kb = positive_meta(data, "slurm_step_mem_kb"))
+        return {kb, "the step's memory (scontrol show step)"};
     if (auto mib = positive_meta(data, "slurm_mem_per_node"))
         return {saturating_mul(*mib, 1024), "SLURM_MEM_PER_NODE"};
     if (auto mib = positive_meta(data, "slurm_mem_per_cpu")) {
@@ -76,7 +106,8 @@ MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& opt
 }
 
 std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
-                                           const Diagnosis& diagnosis) {
+                                           const Diagnosis& diagnosis,
+                                           const DiagnosisOptions& options) {
     std::vector<SchedulerView> views;
     const std::int64_t fast_ms = longest_interval(report, "fast"),
                        rollup_ms = longest_interval(report, "rollup"),
@@ -179,6 +210,8 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
         if (view.counted_kb && view.limit.kb)
             view.margin_kb = saturating_sub(*view.limit.kb, *view.counted_kb);
     }
+    node_sums(data, options, report ? report->duration_ms : 0, views);
+    apply_site(diagnosis.site, views);
     return views;
 }
 
@@ -189,7 +222,16 @@ namespace loaderlens {
 std::vector<SchedulerView> scheduler_series(const RecordingData& data) {
     Diagnosis none;
     none.limit = diagnosis::resolve_limit(data, {});
-    return diagnosis::scheduler_views(data, nullptr, none);
+    return diagnosis::scheduler_views(data, nullptr, none, {});
+}
+
+std::vector<SchedulerView> task_views(const RecordingData& data) {
+    Diagnosis d;
+    d.limit = diagnosis::resolve_limit(data, {});
+    d.recorder_peak_rss_kb = diagnosis::meta_number(data, "recorder_peak_rss_kb");
+    d.recorder_pss_kb = diagnosis::meta_number(data, "recorder_pss_kb");
+    d.recorder_anon_kb = diagnosis::meta_number(data, "recorder_anon_kb");
+    return diagnosis::scheduler_views(data, nullptr, d, {});
 }
 
 } // namespace loaderlens

@@ -13,6 +13,33 @@ json limit_json(const MemoryLimit& limit) {
     return {{"kib", optional(limit.kb)}, {"source", limit.kb ? json(limit.source) : json(nullptr)}};
 }
 
+json polled_json(const SchedulerView& v) {
+    if (!v.polled) return nullptr;
+    const SchedulerView::Polled& p = *v.polled;
+    return {{"period_s", p.period_s},
+            {"likely_kib", optional(p.likely_kb)},
+            {"low_kib", optional(p.low_kb)},
+            {"high_kib", optional(p.high_kb)},
+            {"phases", p.phases},
+            {"phases_over", p.phases_over}};
+}
+
+json node_json(const SchedulerView& v) {
+    if (!v.node) return nullptr;
+    const SchedulerView::NodeSum& n = *v.node;
+    json points = json::array();
+    for (const SeriesPoint& p : n.points)
+        points.push_back({p.t_ms, optional(p.value), p.partial});
+    return {{"tasks", n.tasks},
+            {"recorded", n.recorded},
+            {"peak_kib", optional(n.peak)},
+            {"peak_ms", n.peak ? json(n.peak_ms) : json(nullptr)},
+            {"recorders_kib", optional(n.recorders_kb)},
+            {"counted_kib", optional(n.counted_kb)},
+            {"margin_kib", optional(n.margin_kb)},
+            {"points", std::move(points)}};
+}
+
 json view_json(const SchedulerView& v) {
     json points = json::array();
     for (const SeriesPoint& p : v.points)
@@ -34,7 +61,25 @@ json view_json(const SchedulerView& v) {
             {"limit", limit_json(v.limit)},
             {"margin_kib", optional(v.margin_kb)},
             {"unavailable", v.unavailable.empty() ? json(nullptr) : json(v.unavailable)},
+            {"site_role", v.site_role.empty() ? json(nullptr) : json(v.site_role)},
+            {"polled", polled_json(v)},
+            {"node", node_json(v)},
             {"points", std::move(points)}};
+}
+
+json site_json(const Diagnosis& d) {
+    const SiteAccounting& s = d.site;
+    return {{"view", s.view.empty() ? json(nullptr) : json(s.view)},
+            {"kills", s.kills},
+            {"cgroup_enforced", s.cgroup_enforced},
+            {"poll_s", optional(s.poll_s)},
+            {"source", s.source.empty() ? json(nullptr) : json(s.source)},
+            {"unavailable", s.unavailable.empty() ? json(nullptr) : json(s.unavailable)},
+            {"jobacct_gather_type", s.gather_type},
+            {"jobacct_gather_params", s.gather_params},
+            {"node_tasks", d.node_tasks},
+            {"node_tasks_found", d.node_tasks_found},
+            {"node_tasks_missing", d.node_tasks_missing}};
 }
 
 json growth_json(const SlotGrowth& g) {
@@ -90,6 +135,7 @@ void add_diagnosis(json& out, const Diagnosis& d) {
                                 {"shmem_kib", optional(d.cgroup_at_peak->shmem)},
                                 {"usage_kib", optional(d.cgroup_at_peak->usage)}}
                          : json(nullptr);
+    out["site"] = site_json(d);
     out["schedulers"] = json::array();
     for (const SchedulerView& v : d.schedulers)
         out["schedulers"].push_back(view_json(v));

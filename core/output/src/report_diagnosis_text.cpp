@@ -22,7 +22,45 @@ std::string signed_kib(const Kib& value) {
     return *value < 0 ? "-" + kib(saturating_sub(0, *value)) : kib(*value);
 }
 
+// What the site counts, where that was read, or why it is not known.
+void append_site(std::string& out, const Diagnosis& d) {
+    const SiteAccounting& s = d.site;
+    if (s.known() && s.source == "report --accounting")
+        out += fmt::format("  Judged as --accounting says the site counts: {} first; the "
+                           "others: if your site counted them\n",
+                           s.view);
+    else if (s.known())
+        out += fmt::format("  The site counts as {} says: JobAcctGatherType {}, "
+                           "JobAcctGatherParams {}{}: its figure first (KILLS: it acts at the "
+                           "limit; RECORDS: sacct's MaxRSS only); the others: if your site "
+                           "counted them\n",
+                           s.source, s.gather_type,
+                           s.gather_params.empty() ? "(none)" : s.gather_params,
+                           s.poll_s ? fmt::format(", polled every {} s", *s.poll_s) : "");
+    else if (!s.unavailable.empty())
+        out += fmt::format("  The site's accounting is not known ({}): every view is judged; "
+                           "`report --accounting {}` names it\n",
+                           s.unavailable, accounting_names());
+}
+
+// Under a view of one of several tasks on the node: their sum, SLURM's figure.
+void append_node_sum(std::string& out, const SchedulerView& v) {
+    const SchedulerView::NodeSum& n = *v.node;
+    if (!n.counted_kb) {
+        out += fmt::format("      Σ over the {} tasks of the step on this node: {} of them "
+                           "recorded beside this one, the sum is not known\n",
+                           n.tasks, n.recorded);
+        return;
+    }
+    out += fmt::format("      {:<34} {:>10} {:>8} {:>10} {:>10} {:>11}  SLURM holds this sum to "
+                       "the step's limit\n",
+                       fmt::format("Σ over the {} tasks on this node", n.tasks), kib(n.peak),
+                       seconds(n.peak_ms), kib(n.recorders_kb), kib(n.counted_kb),
+                       n.margin_kb ? signed_size_text(n.margin_kb) : std::string("-"));
+}
+
 void append_schedulers(std::string& out, const Diagnosis& d) {
+    append_site(out, d);
     out += d.limit.kb ? fmt::format("  What each scheduler counts (peak), against the limit {} "
                                     "from {}\n",
                                     kib(d.limit.kb), d.limit.source)
@@ -30,8 +68,9 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                         "`report --mem-limit SIZE`, or record inside a SLURM job with --mem\n";
     // COUNTED is what the scheduler holds against the limit (the peak plus the recorder, a
     // process of the step): the figure the margin and the verdict's limit finding are about.
-    out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}\n", "VIEW", "PEAK", "AT",
-                       "+RECORDER", "=COUNTED", "MARGIN", "COUNTS");
+    out +=
+        fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}\n", "VIEW", "PEAK", "AT",
+                    "+RECORDER", "=COUNTED", "MARGIN", d.site.known() ? "SITE     " : "", "COUNTS");
     for (const SchedulerView& v : d.schedulers) {
         if (!v.peak) {
             out += fmt::format("    {:<38} {:>10}  ({})\n", v.name, "n/a", v.unavailable);
@@ -42,12 +81,26 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                                                           : "n/a";
         std::string margin = v.margin_kb ? signed_size_text(v.margin_kb) : std::string("-");
         if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
-        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}\n", v.name,
+        const std::string role = !d.site.known()              ? ""
+                                 : v.site_role == "enforced"  ? "KILLS    "
+                                 : v.site_role == "accounted" ? "RECORDS  "
+                                                              : "if       ";
+        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}{}\n", v.name,
                            kib(v.peak), seconds(v.peak_ms), recorder, kib(scheduler_counted_kb(v)),
-                           margin, v.counts,
+                           margin, role, v.counts,
                            v.samples < 3 ? fmt::format(" (from {} sample{} only)", v.samples,
                                                        v.samples == 1 ? "" : "s")
                                          : std::string());
+        if (v.node) append_node_sum(out, v);
+        if (v.polled && v.polled->likely_kb)
+            out += fmt::format("      SLURM's polls every {} s most likely saw {} ({}..{} by "
+                               "where they fell){}\n",
+                               v.polled->period_s, kib(v.polled->likely_kb), kib(v.polled->low_kb),
+                               kib(v.polled->high_kb),
+                               v.limit.kb ? fmt::format(": over the limit at {} of {} poll "
+                                                        "phases",
+                                                        v.polled->phases_over, v.polled->phases)
+                                          : std::string());
     }
     for (const SchedulerView& v : d.schedulers)
         if (v.margin_kb && v.limit.source != d.limit.source) {
@@ -61,9 +114,14 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
     const SchedulerView* pss = d.view("slurm_usepss");
     if (rss && pss && rss->interval_ms > 0 && pss->interval_ms > 0)
         out += fmt::format("    sampled: RSS every {} ms at most, PSS every {} ms at most: a spike "
-                           "shorter than that can be missed (SLURM polls at "
-                           "JobAcctGatherFrequency, 30 s by default)\n",
-                           rss->interval_ms, pss->interval_ms);
+                           "shorter than that can be missed ({})\n",
+                           rss->interval_ms, pss->interval_ms,
+                           d.site.poll_s && d.site.source != "report --accounting"
+                               ? fmt::format("SLURM polls every {} s on this site: "
+                                             "JobAcctGatherFrequency, {}",
+                                             *d.site.poll_s, d.site.source)
+                               : std::string("SLURM polls at JobAcctGatherFrequency, 30 s unless "
+                                             "the site sets it"));
     if (d.cgroup_before_kb)
         out += fmt::format("    the cgroup held {} at its first sample, before the command had "
                            "done much: the cgroup views include it{}\n",

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "loaderlens/series.hpp"
+#include "loaderlens/site_accounting.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -57,6 +58,44 @@ struct SchedulerView {
     MemoryLimit limit;
     Kib margin_kb;           // limit - counted; negative: over it
     std::string unavailable; // why there is no peak (no cgroup sample, no PSS readable...)
+    // How the site treats this figure (Diagnosis::site): "enforced" (it acts at the limit),
+    // "accounted" (SLURM records it as MaxRSS, nothing more), "" (not the site's figure, or the
+    // site is not known: then every view is judged).
+    std::string site_role;
+    // What SLURM sees of it polling every `period_s` (the site's JobAcctGatherFrequency, SLURM
+    // views only): the highest poll of the run for each of `phases` equally spaced poll phases,
+    // the median of those (what SLURM most likely recorded), the lowest and the highest; and at
+    // how many phases a poll saw the counted figure over the limit.
+    struct Polled {
+        int period_s = 0;
+        Kib likely_kb, low_kb, high_kb; // the view's figure, without the recorder
+        int phases = 0, phases_over = 0;
+    };
+    std::optional<Polled> polled;
+    // One of several tasks of a SLURM step on this node (per-process views): SLURM holds the
+    // tasks' sum to the step's limit. The sum over this task and the siblings' recordings found,
+    // at each tick of any, with each recorder's share; judged only when every task was found.
+    struct NodeSum {
+        int tasks = 0, recorded = 0;
+        std::vector<SeriesPoint> points;
+        Kib peak;
+        std::int64_t peak_ms = 0;
+        Kib recorders_kb, counted_kb, margin_kb;
+    };
+    std::optional<NodeSum> node;
+    // The figure held against the limit: the node sum's when complete, else this tree's.
+    Kib judged_counted_kb() const;
+    Kib judged_margin_kb() const;
+};
+
+// A sibling task of the same SLURM step on the same node, recorded by its own recorder
+// (found by the report beside the recording: docs/slurm.md).
+struct TaskOnNode {
+    std::string path;
+    std::string task;           // its SLURM_PROCID
+    std::int64_t offset_ms = 0; // its start on this recording's clock
+    std::int64_t duration_ms = 0;
+    std::vector<SchedulerView> views; // task_views() of its recording
 };
 
 struct Epoch {
@@ -130,8 +169,12 @@ struct SlotTimeline {
 };
 
 struct Diagnosis {
-    std::vector<SchedulerView> schedulers;
+    std::vector<SchedulerView> schedulers; // the site's figures first
     MemoryLimit limit;
+    SiteAccounting site; // what the job's cluster counts and enforces (known or not)
+    // A SLURM step's tasks on this node (meta slurm_gtids): their SLURM_PROCIDs, which of them
+    // were found recorded beside this one (this task included), and the names looked for in vain.
+    std::vector<std::string> node_tasks, node_tasks_found, node_tasks_missing;
     // Recorder's own size (meta written when it finished; empty if it was killed).
     Kib recorder_peak_rss_kb, recorder_pss_kb, recorder_anon_kb;
     // What the cgroup held at its first sample, before the command had done much, and its sample
@@ -151,6 +194,15 @@ struct Diagnosis {
 
 struct DiagnosisOptions {
     Kib mem_limit_kb; // the report's --mem-limit: before any other limit
+    // The report's --accounting (a SchedulerView key): before the site's recorded configuration.
+    std::optional<std::string> accounting;
+    // The step's other tasks on this node, recorded beside this recording, and the names of the
+    // ones not found ("NAME: why").
+    std::vector<TaskOnNode> siblings;
+    std::vector<std::string> siblings_missing;
 };
+
+// A recording's scheduler views with the recorder's share of each (for a sibling task's sum).
+std::vector<SchedulerView> task_views(const RecordingData& data);
 
 } // namespace loaderlens
