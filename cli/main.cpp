@@ -5,6 +5,7 @@
 #include "fd_output_buffer.hpp"
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/one_line.hpp"
+#include "loaderlens/own_memory.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -111,6 +112,12 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // Before any thread: each would otherwise get its own malloc arena (own_memory.hpp).
+    loaderlens::limit_malloc_arenas();
+    // The library text the loader and the constructors touched and nothing runs again: the
+    // recorder is a process of the job, and its peak (recorded) starts here, before the command.
+    loaderlens::drop_idle_file_pages();
+    loaderlens::reset_peak_rss();
     // What the command of `record` gets back (nohup's ignored SIGHUP, say), before we change it.
     loaderlens::remember_inherited_signal_dispositions();
     // A closed pipe is a write error (EPIPE, exit 1), not a death by SIGPIPE. And children are

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/session.hpp"
 
+#include "loaderlens/own_memory.hpp"
+
 #include <algorithm>
 #include <ctime>
 #include <pthread.h>
@@ -28,6 +30,10 @@ constexpr double fast_share = 0.15, rollup_share = 0.25, maps_share = 0.10, cgro
 // sampled at the stretched interval that would miss most of them (issue 27: 65-70% of 2,000
 // children of 150 ms were never seen at a 5% budget).
 constexpr std::int64_t burst_follow_ms = 2000;
+// The recorder unmaps the library text it no longer runs (drop_idle_file_pages): first once
+// start-up is over (the command launched, the first samples written), then at this period, which
+// drops what a rare path (a birth burst, a marker) faulted in. One read of its own smaps, ~1 ms.
+constexpr std::int64_t first_trim_ms = 1000, trim_period_ms = 60'000;
 
 std::int64_t thread_cpu_ns() {
     timespec ts{};
@@ -293,6 +299,7 @@ void Session::deep_loop() {
     std::int64_t next_rollup = clock_.now_ms(), next_maps = next_rollup,
                  next_residency = next_rollup;
     std::int64_t last_requested_run = -options_.marker_sample_gap_ms;
+    std::int64_t next_trim = clock_.now_ms() + first_trim_ms;
     // Wait for the first tree scan so that the first deep run has processes to look at.
     sleep_until(clock_.now_ms() + 20);
     for (;;) {
@@ -331,7 +338,11 @@ void Session::deep_loop() {
             previous = *sampled;
             if (requested_boot_ns != 0 && sample_ack_) sample_ack_->write(requested_boot_ns);
         }
-        std::int64_t wake_at = std::min({next_rollup, next_maps, next_residency});
+        if (now >= next_trim) {
+            drop_idle_file_pages();
+            next_trim = now + trim_period_ms;
+        }
+        std::int64_t wake_at = std::min({next_rollup, next_maps, next_residency, next_trim});
         // A request within the gap after the last one waits for the gap's end, not longer.
         bool pending = false;
         {
