@@ -2,6 +2,7 @@
 #include "metrics_textfile.hpp"
 
 #include "commands.hpp"
+#include "loaderlens/proc_text.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -58,6 +59,32 @@ std::optional<std::string> check_in(int dir_fd, const std::string& path,
     ::close(fd);
     ::unlinkat(dir_fd, temp.c_str(), 0);
     return std::nullopt;
+}
+
+// The recorder's own memory now, from /proc/self (as run_meta.cpp's footprint at the end).
+RecorderFootprint own_footprint() {
+    RecorderFootprint f;
+    if (auto status = read_text_file("/proc/self/status")) {
+        const KbField fields[] = {{"VmRSS", &f.rss}, {"VmHWM", &f.peak_rss}, {"RssAnon", &f.anon}};
+        parse_kb_fields(*status, fields);
+    }
+    if (auto rollup = read_text_file("/proc/self/smaps_rollup")) {
+        const KbField fields[] = {{"Pss", &f.pss}};
+        parse_kb_fields(*rollup, fields);
+    }
+    return f;
+}
+
+std::int64_t wall_clock_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::pair<dev_t, ino_t> identity(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {0, 0};
+    return {st.st_dev, st.st_ino};
 }
 
 } // namespace
@@ -154,13 +181,17 @@ void MetricsTextfile::write(const std::string& text) {
 void MetricsTextfile::run() {
     try {
         recording_ = std::make_unique<Recording>(recording_path_);
+        recording_identity_ = identity(recording_path_);
     } catch (const std::exception& e) {
         reading_failed_ = true;
         warn(std::string("cannot read the recording, the file is not written: ") + e.what());
         return;
     }
     while (true) {
-        if (read()) write(metrics_.textfile(true));
+        if (read()) {
+            metrics_.set_recorder(own_footprint());
+            write(metrics_.textfile(true, wall_clock_ms()));
+        }
         std::unique_lock lock(mutex_);
         // Woken at once by stop_reading(): the command's end never waits for a second to pass.
         if (wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) break;
@@ -179,6 +210,22 @@ void MetricsTextfile::stop_reading() {
 }
 
 void MetricsTextfile::write_final() {
+    // The recorder's footprint as the recording's meta has it (written when it finished), so that
+    // the views' counted peaks are the report's; /proc/self where it has none. Read only from the
+    // file this thread read: a recording moved away leaves its name to another file.
+    RecorderFootprint footprint = own_footprint();
+    try {
+        if (recording_identity_.second != 0 && identity(recording_path_) == recording_identity_) {
+            const Recording finished(recording_path_);
+            for (const auto& [key, figure] :
+                 {std::pair{"recorder_peak_rss_kb", &footprint.peak_rss},
+                  std::pair{"recorder_pss_kb", &footprint.pss},
+                  std::pair{"recorder_anon_kb", &footprint.anon}})
+                if (auto kb = finished.meta_number(key)) *figure = *kb;
+        }
+    } catch (const std::exception&) { // unreadable now: /proc/self's figures stand
+    }
+    metrics_.set_recorder(footprint);
     write(metrics_.textfile(false));
     if (auto warning = take_warning()) print_error(*warning);
 }

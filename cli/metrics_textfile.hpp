@@ -20,7 +20,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <thread>
+#include <utility>
 
 namespace loaderlens::cli {
 
@@ -56,6 +58,7 @@ class MetricsTextfile {
     void warn(const std::string& message);
 
     std::string path_, name_, temp_, recording_path_;
+    std::pair<dev_t, ino_t> recording_identity_{0, 0}; // the file the thread opened
     int dir_fd_ = -1; // the directory, opened by problem() (or here when it was not called)
     std::unique_ptr<Recording> recording_; // the thread's, then stop_reading()'s
     Cursor cursor_;

@@ -11,6 +11,7 @@
 #include "metrics_support.hpp"
 #include "precondition.hpp"
 #include "small_tmpfs.hpp"
+#include "textfile_support.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -103,7 +104,16 @@ BOOST_AUTO_TEST_CASE(rewritten_every_second_and_whole_at_each_read, *LOADERLENS_
     const Exposition last = parse_exposition(read_text(prom), false);
     BOOST_REQUIRE_MESSAGE(last.error.empty(), last.error);
     BOOST_TEST(last.value("loaderlens_recording_live") == 0.0L);
-    require_tree_sums(last, run_json({cli_path(), "export", "--format", "json", out}));
+    require_one_tick_tree_sums(last, run_json({cli_path(), "export", "--format", "json", out}));
+    require_counted_as_the_report(last, run_json({cli_path(), "report", "--json", out}));
+    // A running recorder stamps each rewrite; the file left at the end has no stamp, so an alert
+    // on its age never fires for a recording that ended.
+    BOOST_TEST(!last.value("loaderlens_textfile_write_timestamp_seconds"));
+    const Exposition mid = parse_exposition(read_text(dir.file("mid.prom")), false);
+    BOOST_TEST(mid.value("loaderlens_textfile_write_timestamp_seconds").has_value());
+    for (const char* figure : {"rss", "peak_rss", "pss", "rss_anon"})
+        BOOST_TEST(mid.value(std::string("loaderlens_recorder_") + figure + "_bytes") > 1 * mib,
+                   figure);
     std::vector<std::string> names;
     for (const auto& entry : std::filesystem::directory_iterator(dir.file("textfiles")))
         names.push_back(entry.path().filename().string());

@@ -15,6 +15,18 @@ constexpr std::array<FamilySpec, family_count> specs{{
      "1 while the recording is being written, 0 once the recorder ended it."},
     {"loaderlens_sample_timestamp_seconds", "seconds",
      "Wall-clock time (Unix seconds) of the newest sample in the recording."},
+    {"loaderlens_textfile_write_timestamp_seconds", "seconds",
+     "Wall-clock time (Unix seconds) of this rewrite of the live textfile by its running "
+     "recorder; absent from the file left at the end. Alert on time() minus it: a recorder killed "
+     "outright stops rewriting."},
+    {"loaderlens_recorder_rss_bytes", "bytes",
+     "The recorder's own RSS now (VmRSS of its /proc/PID/status): a process of the step, counted "
+     "by SLURM with the rest."},
+    {"loaderlens_recorder_peak_rss_bytes", "bytes",
+     "The recorder's own peak RSS (VmHWM): its share of jobacct_gather/linux's count at the peak."},
+    {"loaderlens_recorder_pss_bytes", "bytes", "The recorder's own PSS (its smaps_rollup Pss)."},
+    {"loaderlens_recorder_rss_anon_bytes", "bytes",
+     "The recorder's own RssAnon: its share of SLURM NoShared's count."},
     {"loaderlens_process_rss_bytes", "bytes",
      "RSS (statm, fast tier): every resident page mapped, shared or not. Per process, or per "
      "role and worker slot in the live textfile."},
@@ -50,6 +62,13 @@ constexpr std::array<FamilySpec, family_count> specs{{
      "The highest loaderlens_scheduler_bytes of the view so far."},
     {"loaderlens_scheduler_limit_bytes", "bytes",
      "The memory limit the view is held against (--mem-limit, SLURM --mem, the cgroup's limit)."},
+    {"loaderlens_scheduler_counted_bytes", "bytes",
+     "What the view counts for the step now with the recorder in it: loaderlens_scheduler_bytes "
+     "plus the recorder's own RSS, PSS or RssAnon as the view counts (a cgroup view has it "
+     "already)."},
+    {"loaderlens_scheduler_counted_peak_bytes", "bytes",
+     "The view's peak plus the recorder's share, as the report's COUNTED column: the figure held "
+     "against the limit (slurm_linux adds the recorder's peak RSS)."},
     {"loaderlens_cgroup_usage_bytes", "bytes",
      "Memory charged to the tree's cgroup (v2 memory.current, v1 memory.usage_in_bytes)."},
     {"loaderlens_cgroup_limit_bytes", "bytes",

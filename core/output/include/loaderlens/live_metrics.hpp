@@ -10,6 +10,7 @@
 #include "loaderlens/recording_data.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,15 +19,26 @@
 
 namespace loaderlens {
 
+// The recorder's own memory (it is a process of the step: SLURM counts it), as the report adds
+// it to the views (meta recorder_peak_rss_kb, recorder_pss_kb, recorder_anon_kb).
+struct RecorderFootprint {
+    Kib rss, peak_rss, pss, anon; // VmRSS, VmHWM, Pss, RssAnon
+};
+
 class LiveMetrics {
   public:
     // Folds a read into the latest values (reads in the order they were made).
     void add(const RecordingData& newer);
+    // The recorder's footprint for the next textfile (read at each write).
+    void set_recorder(const RecorderFootprint& recorder) { recorder_ = recorder; }
 
     // The textfile: families as the export names them (openmetrics.hpp), without pid, with
-    // loaderlens_recording_live `live` (1 while recording, 0 in the file left at the end). Ends
-    // with a newline, has no timestamps.
-    std::string textfile(bool live) const;
+    // loaderlens_recording_live `live` (1 while recording, 0 in the file left at the end) and,
+    // given `written_unix_ms`, loaderlens_textfile_write_timestamp_seconds (a running recorder's
+    // rewrite; the file left at the end has none). Ends with a newline, has no sample
+    // timestamps (node_exporter skips a file with one). The tree sums come from one moment: the
+    // latest rollup tick and the fast tick its processes were listed at.
+    std::string textfile(bool live, std::optional<std::int64_t> written_unix_ms = {}) const;
 
   private:
     struct Process {
@@ -44,18 +56,26 @@ class LiveMetrics {
     struct View {
         std::string key;
         Kib current, peak, limit;
+        bool recorder_in_figure = false; // a cgroup view: the recorder is charged there
+    };
+    struct FastTick {
+        std::int64_t t = -1;
+        std::vector<FastSample> rows;
     };
 
     std::map<std::string, std::string> meta_;
     std::unordered_map<std::int64_t, Process> processes_;
-    std::int64_t fast_t_ = -1, rollup_t_ = -1;
-    std::vector<FastSample> fast_;     // the latest fast tick's rows
+    std::int64_t rollup_t_ = -1;
+    // The fast ticks from the one in effect at the latest rollup tick (the latest at or before
+    // it: the tree a deep run samples is the fast tick's before it) to the latest one.
+    std::deque<FastTick> fast_;
     std::vector<RollupSample> rollup_; // the latest rollup tick's rows
     std::optional<CgroupSample> cgroup_;
     std::map<std::int64_t, ResidencyFile> files_;
     std::map<std::int64_t, FileNow> file_now_;
     std::vector<View> views_;
     std::int64_t last_sample_ms_ = -1;
+    RecorderFootprint recorder_;
 };
 
 } // namespace loaderlens
