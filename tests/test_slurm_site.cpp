@@ -213,9 +213,11 @@ BOOST_AUTO_TEST_CASE(meta_rows_of_a_reading) {
 }
 
 // The reading never holds up the command: scontrol here waits for the command itself (a FIFO
-// both open, a barrier), then hangs with a child of its own holding its output. The command ran
-// and ended while scontrol hung; the recording says why there is no site (scontrol timed out, the
-// SLURM_CONF file missing), and the hung scontrol and its child are gone when record returns.
+// both open, a barrier; bounded by timeout(1) so that a recorder that waited for scontrol first
+// fails the test instead of hanging it), then hangs with a child of its own holding its output. The
+// command ran and ended while scontrol hung; the recording says why there is no site (scontrol
+// timed out, the SLURM_CONF file missing), and the hung scontrol and its child are gone when record
+// returns.
 BOOST_AUTO_TEST_CASE(a_hung_scontrol_costs_only_the_meta) {
     TempDir dir;
     std::filesystem::create_directory(dir.file("bin"));
@@ -230,7 +232,8 @@ BOOST_AUTO_TEST_CASE(a_hung_scontrol_costs_only_the_meta) {
     auto result = record_in_job(
         dir.file("bin"),
         {"SLURM_JOB_ID=12", "SLURM_STEP_ID=0", "SLURM_CONF=" + dir.file("absent.conf")}, db,
-        {"/bin/sh", "-c", "read x < '" + barrier + "'; echo \"$x\" > '" + dir.file("ran") + "'"});
+        {"/usr/bin/timeout", "30", "/bin/sh", "-c",
+         "read x < '" + barrier + "'; echo \"$x\" > '" + dir.file("ran") + "'"});
     BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
     BOOST_TEST(slurp(dir.file("ran")) == "go\n"); // the command met scontrol while it ran
     Recording rec(db);
@@ -240,6 +243,10 @@ BOOST_AUTO_TEST_CASE(a_hung_scontrol_costs_only_the_meta) {
     BOOST_TEST(rec.meta("slurm_site_source").empty());
     BOOST_TEST(rec.meta("slurm_step_unavailable").find("not asked") != std::string::npos);
     BOOST_TEST(rec.meta("exit_status") == "0");
+    // scontrol ran outside the recorded tree: the command's shell is all it holds.
+    for (const ProcessInfo& process : rec.processes())
+        BOOST_TEST(process.cmdline.find("scontrol") == std::string::npos, process.cmdline);
+    BOOST_TEST(!rec.processes().empty());
     // scontrol's own child was killed with it (its process group), so nothing holds on.
     const pid_t sleeper = std::stoi(slurp(dir.file("sleep.pid")));
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, sleeper, 0));
