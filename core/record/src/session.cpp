@@ -30,7 +30,8 @@ constexpr double fast_share = 0.15, rollup_share = 0.25, maps_share = 0.10, cgro
 // sampled at the stretched interval that would miss most of them (issue 27: 65-70% of 2,000
 // children of 150 ms were never seen at a 5% budget).
 constexpr std::int64_t burst_follow_ms = 2000;
-// The recorder unmaps the library text it no longer runs (drop_idle_file_pages): first once
+// The recorder unmaps the library text it no longer runs (drop_idle_file_pages) and gives back
+// the free pages inside its heap (release_free_heap): first once
 // start-up is over (the command launched, the first samples written), then at this period, which
 // drops what a rare path (a birth burst, a marker) faulted in. One read of its own smaps, ~1 ms.
 constexpr std::int64_t first_trim_ms = 1000, trim_period_ms = 60'000;
@@ -85,6 +86,10 @@ Session::~Session() {
 }
 
 void Session::start() {
+    // The code that set the recording up (option parsing, the schema, the launch) is not run
+    // again: dropped before the samplers fault theirs in, so the peak is not the two together.
+    drop_idle_file_pages();
+    release_free_heap();
     fast_thread_ = std::thread([this] { fast_loop(); });
     deep_thread_ = std::thread([this] { deep_loop(); });
     // Named for `top -H` and /proc/PID/task/TID/comm: the benches split the recorder's CPU by them.
@@ -340,6 +345,7 @@ void Session::deep_loop() {
         }
         if (now >= next_trim) {
             drop_idle_file_pages();
+            release_free_heap();
             next_trim = now + trim_period_ms;
         }
         std::int64_t wake_at = std::min({next_rollup, next_maps, next_residency, next_trim});

@@ -74,6 +74,13 @@ inline long drop_idle_file_pages() {
     return dropped;
 }
 
+// Gives the kernel back the free pages inside the heap, not only at its top (malloc_trim(0)):
+// start-up frees much in the middle of it (SQLite's schema parse, the option parser's
+// temporaries, the first /proc scans), which plain free() keeps resident.
+inline void release_free_heap() {
+    ::malloc_trim(0);
+}
+
 // Sets the kernel's peak RSS (VmHWM, which the recording's recorder_peak_rss_kb reports) to the
 // RSS of now (clear_refs "5", Linux >= 4.0). Called once, right after the first
 // drop_idle_file_pages() at the top of main(): the peak then measures the recorder from before
