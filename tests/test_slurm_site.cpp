@@ -9,6 +9,7 @@
 #include "support.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <fcntl.h>
 #include <fstream>
 #include <poll.h>
 #include <sys/stat.h>
@@ -255,6 +256,34 @@ BOOST_AUTO_TEST_CASE(a_hung_scontrol_costs_only_the_meta) {
         BOOST_TEST(::poll(&pfd, 1, 10'000) == 1); // it exits (it may not be reaped yet)
         ::close(pidfd);
     }
+}
+
+// The reading process keeps nothing of the recorder's open: a recorder that ends at once (its
+// command cannot run) while scontrol hangs is not held up by it through the job's standard output
+// (here a pipe to cat, as srun's output would be). The barrier: scontrol, still running after
+// record and cat ended, hands the test its "go".
+BOOST_AUTO_TEST_CASE(the_reader_does_not_hold_the_jobs_output) {
+    TempDir dir;
+    std::filesystem::create_directory(dir.file("bin"));
+    const std::string barrier = dir.file("barrier");
+    BOOST_REQUIRE(::mkfifo(barrier.c_str(), 0600) == 0);
+    write_script(dir.file("bin/scontrol"),
+                 "echo go > '" + barrier + "'\nexec /usr/bin/sleep 3600\n");
+    auto result = run({"/bin/sh", "-c",
+                       "env -u SLURM_STEP_ID PATH='" + dir.file("bin") + "' SLURM_JOB_ID=12 '" +
+                           cli_path() + "' record -o '" + dir.file("run.db") +
+                           "' -- /nonexistent/command 2>&1 | /usr/bin/cat; exit 0"});
+    BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    BOOST_TEST(result.out.find("/nonexistent/command: cannot run") != std::string::npos,
+               result.out);
+    const int fd = ::open(barrier.c_str(), O_RDONLY | O_NONBLOCK);
+    BOOST_REQUIRE(fd >= 0);
+    pollfd pfd{fd, POLLIN, 0};
+    // Fails (no writer ever comes) when scontrol was killed before record's output ended.
+    BOOST_TEST(::poll(&pfd, 1, 30'000) == 1);
+    char word[8] = {};
+    BOOST_TEST(::read(fd, word, sizeof word) == 3);
+    ::close(fd);
 }
 
 // An scontrol that answers: every key, from the texts it printed, with LC_ALL=C.

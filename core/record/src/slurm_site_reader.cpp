@@ -300,11 +300,21 @@ std::unique_ptr<SlurmSiteReader> SlurmSiteReader::start_in_job() {
     if (middle == 0) {
         // The middle process exits at once: the reader is orphaned, no descendant of ours.
         if (::fork() == 0) {
-            ::close(answer[0]);
+            // Nothing of the recorder's kept open: not the job's standard output and error (an
+            // orphan holding them would keep srun's I/O open), not the recording's files.
+            constexpr int answer_fd = 3;
+            ::dup2(answer[1], answer_fd);
+            ::fcntl(answer_fd, F_SETFD, FD_CLOEXEC);
+            ::close_range(answer_fd + 1, ~0U, 0);
+            if (const int null_fd = ::open("/dev/null", O_RDWR); null_fd >= 0) {
+                for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO})
+                    ::dup2(null_fd, fd);
+                if (null_fd > answer_fd) ::close(null_fd);
+            }
             std::string message;
             for (const auto& [key, value] : slurm_site_meta(read_slurm_site(env)))
                 message += key + "=" + value + "\n";
-            write_all(answer[1], message + answer_end);
+            write_all(answer_fd, message + answer_end);
         }
         _exit(0);
     }
@@ -325,7 +335,8 @@ SlurmSiteReader::~SlurmSiteReader() {
 
 bool SlurmSiteReader::read_available() {
     char buffer[4096];
-    while (!ended_) {
+    // Whole once its last line is in, even while something still holds the pipe.
+    while (!ended_ && !received_.ends_with(answer_end)) {
         const ssize_t got = ::read(fd_, buffer, sizeof buffer);
         if (got > 0 && received_.size() < (1 << 16))
             received_.append(buffer, static_cast<std::size_t>(got));
@@ -334,7 +345,7 @@ bool SlurmSiteReader::read_available() {
         else if (got < 0 && errno == EAGAIN)
             break;
     }
-    return ended_;
+    return ended_ || received_.ends_with(answer_end);
 }
 
 SlurmSiteReader::Rows SlurmSiteReader::rows_or(const std::string& reason) {
