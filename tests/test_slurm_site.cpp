@@ -244,10 +244,9 @@ BOOST_AUTO_TEST_CASE(a_hung_scontrol_costs_only_the_meta) {
     BOOST_TEST(rec.meta("slurm_site_source").empty());
     BOOST_TEST(rec.meta("slurm_step_unavailable").find("not asked") != std::string::npos);
     BOOST_TEST(rec.meta("exit_status") == "0");
-    // scontrol ran outside the recorded tree: the command's shell is all it holds.
+    // scontrol (hung for 5 s, so scanned were it in the tree) ran outside the recorded tree.
     for (const ProcessInfo& process : rec.processes())
         BOOST_TEST(process.cmdline.find("scontrol") == std::string::npos, process.cmdline);
-    BOOST_TEST(!rec.processes().empty());
     // scontrol's own child was killed with it (its process group), so nothing holds on.
     const pid_t sleeper = std::stoi(slurp(dir.file("sleep.pid")));
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, sleeper, 0));
