@@ -50,11 +50,13 @@ def check_preconditions():
 
 class Cluster:
     """acct_params: slurm.conf's JobAcctGatherParams (reconfigure() changes it on a running
-    cluster); conf_extra: more slurm.conf lines, appended before the node line."""
+    cluster); conf_extra: more slurm.conf lines, appended before the node line; frequency:
+    JobAcctGatherFrequency."""
 
-    def __init__(self, loaderlens, acct_params="OverMemoryKill", conf_extra=""):
+    def __init__(self, loaderlens, acct_params="OverMemoryKill", conf_extra="", frequency="1"):
         self.loaderlens = loaderlens
         self.acct_params = acct_params
+        self.frequency = frequency  # JobAcctGatherFrequency
         self.conf_extra = conf_extra
         self.node_mem_mb = None  # RealMemory from `slurmd -C`
         self.tmp = tempfile.mkdtemp(prefix="loaderlens-slurm.")
@@ -213,7 +215,7 @@ MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=1
+JobAcctGatherFrequency={self.frequency}
 JobAcctGatherParams={self.acct_params}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory

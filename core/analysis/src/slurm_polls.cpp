@@ -34,6 +34,9 @@ std::optional<SchedulerView::Polled> polled_peak(const std::vector<SeriesPoint>&
     constexpr int phases = 16;
     const std::int64_t period_ms = static_cast<std::int64_t>(period_s) * 1000;
     const std::int64_t start = points.front().t_ms, end = points.back().t_ms;
+    // A run shorter than two periods gets one poll or none wherever they fall: what SLURM
+    // recorded of it is its final reading or an sstat's, not a periodic poll's.
+    if (end - start < 2 * period_ms) return std::nullopt;
     std::vector<std::int64_t> maxima;
     SchedulerView::Polled polled;
     polled.period_s = period_s;

@@ -122,6 +122,13 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                                              *d.site.poll_s, d.site.source)
                                : std::string("SLURM polls at JobAcctGatherFrequency, 30 s unless "
                                              "the site sets it"));
+    const bool polled = std::any_of(d.schedulers.begin(), d.schedulers.end(),
+                                    [](const SchedulerView& v) { return v.polled.has_value(); });
+    if (d.site.poll_s && *d.site.poll_s > 0 && !polled)
+        out += fmt::format("    the run was shorter than two of SLURM's polls ({} s apart): what "
+                           "SLURM recorded of it is a poll at the step's end or an sstat's, "
+                           "wherever they fell\n",
+                           *d.site.poll_s);
     if (d.cgroup_before_kb)
         out += fmt::format("    the cgroup held {} at its first sample, before the command had "
                            "done much: the cgroup views include it{}\n",
