@@ -5,6 +5,7 @@
 #include "consumers_agree.hpp"
 #include "metrics_support.hpp"
 #include "precondition.hpp"
+#include "textfile_support.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
@@ -101,6 +102,13 @@ BOOST_AUTO_TEST_CASE(export_is_each_series_latest_value, *LOADERLENS_MAY_SKIP) {
     }
     BOOST_TEST(compared >= 3 * 5, "main and 2 workers, at least their fast figures");
     require_tree_sums(e, all);
+    // The figure the report holds against the limit, and the recorder's own (the textfile's).
+    require_counted_as_the_report(e, report);
+    BOOST_TEST(e.value("loaderlens_recorder_peak_rss_bytes") ==
+               json_bytes(report["meta"]["recorder_peak_rss_kb"].is_string()
+                              ? nlohmann::json(std::stoll(
+                                    report["meta"]["recorder_peak_rss_kb"].get<std::string>()))
+                              : nlohmann::json()));
 
     for (const json& view : report["schedulers"]) {
         const std::map<std::string, std::string> v{{"view", view["key"].get<std::string>()}};

@@ -6,6 +6,7 @@
 #include "loaderlens/residency_generations.hpp"
 #include "metric_set.hpp"
 
+#include <charconv>
 #include <unordered_map>
 
 namespace loaderlens {
@@ -70,6 +71,19 @@ class Exporter {
         if (run_.start_unix_ms && run_.last_sample_ms >= 0) {
             const std::int64_t ms = *run_.start_unix_ms + run_.last_sample_ms;
             set_.add(Family::sample_timestamp, base_, seconds(ms), at(end));
+        }
+        // The recorder's own footprint when it finished (the figures the report adds to the
+        // views): the live textfile's families, from the meta.
+        for (const auto& [family, key] :
+             {std::pair{Family::recorder_peak_rss, "recorder_peak_rss_kb"},
+              std::pair{Family::recorder_pss, "recorder_pss_kb"},
+              std::pair{Family::recorder_rss_anon, "recorder_anon_kb"}}) {
+            std::int64_t kib = 0;
+            const std::string text = meta(key);
+            auto [rest, error] = std::from_chars(text.data(), text.data() + text.size(), kib);
+            if (!text.empty() && error == std::errc() && rest == text.data() + text.size() &&
+                kib >= 0)
+                set_.add(family, base_, bytes(Kib(kib)), at(end));
         }
     }
 
@@ -177,6 +191,9 @@ class Exporter {
         for (const SchedulerView& view : d.schedulers) {
             const Labels labels = with(base_, {{"view", view.key}});
             points(Family::scheduler, labels, view.points);
+            // What the report holds against the limit: the peak with the recorder's share.
+            set_.add(Family::scheduler_counted_peak, labels, bytes(view.counted_kb),
+                     at(std::max<std::int64_t>(run_.last_sample_ms, 0)));
             if (!timestamps_) {
                 set_.add(Family::scheduler_peak, labels, bytes(view.peak));
                 if (view.limit.kb) set_.add(Family::scheduler_limit, labels, bytes(view.limit.kb));
