@@ -191,9 +191,11 @@ template <typename F> double median_of(const std::vector<RecorderRun>& runs, F f
 bool parse(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        // --name=VALUE or --name VALUE (as scripts/bench.sh passes the other benches' --cli).
         auto value = [&](const char* name) -> const char* {
             const std::string prefix = std::string(name) + "=";
-            return a.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+            if (a.rfind(prefix, 0) == 0) return argv[i] + prefix.size();
+            return a == name && i + 1 < argc ? argv[++i] : nullptr;
         };
         if (const char* cli = value("--cli"))
             o.cli = cli;
@@ -218,8 +220,8 @@ int main(int argc, char** argv) {
     Options o;
     if (!parse(argc, argv, o)) {
         std::fprintf(stderr,
-                     "usage: %s [--cli=PATH] [--workers=16] [--seconds=20 (>= 4)] "
-                     "[--rounds=3] [--mib=256]\n",
+                     "usage: %s [--cli PATH] [--workers 16] [--seconds 20 (>= 4)] "
+                     "[--rounds 3] [--mib 256]\n",
                      argv[0]);
         return 2;
     }
