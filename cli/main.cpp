@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <string>
 #include <unistd.h>
 
 namespace {
@@ -112,12 +113,18 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-    // Before any thread: each would otherwise get its own malloc arena (own_memory.hpp).
-    loaderlens::limit_malloc_arenas();
-    // The library text the loader and the constructors touched and nothing runs again: the
-    // recorder is a process of the job, and its peak (recorded) starts here, before the command.
-    loaderlens::drop_idle_file_pages();
-    loaderlens::reset_peak_rss();
+    // The commands that run a recorder, a process of the job whose memory the scheduler counts
+    // (own_memory.hpp). Not `load`: the reference loader is the workload being measured, and its
+    // malloc and its pages stay as a user's loader would have them.
+    const std::string command = argc > 1 ? argv[1] : "";
+    if (command == "record" || command == "replay" || command == "check" || command == "advise") {
+        // Before any thread: each would otherwise get its own malloc arena.
+        loaderlens::limit_malloc_arenas();
+        // The library text that ld.so and the constructors touched and nothing runs again; the
+        // peak the recording reports starts here, before the command.
+        loaderlens::drop_idle_file_pages();
+        loaderlens::reset_peak_rss();
+    }
     // What the command of `record` gets back (nohup's ignored SIGHUP, say), before we change it.
     loaderlens::remember_inherited_signal_dispositions();
     // A closed pipe is a write error (EPIPE, exit 1), not a death by SIGPIPE. And children are
