@@ -62,9 +62,9 @@ void LiveMetrics::add(const RecordingData& newer) {
         last_sample_ms_ = std::max(last_sample_ms_, t);
     }
     keep_latest_tick(newer.rollup, rollup_t_, rollup_, last_sample_ms_);
-    // Before the first rollup tick only the latest fast tick is of use; after it, the one in
-    // effect at it and those after (for the next rollup tick).
-    while (fast_.size() > 1 && (rollup_t_ < 0 || fast_[1].t <= rollup_t_))
+    // The fast tick in effect at the latest rollup tick and those after (for the next one); a
+    // rollup tick comes in a later read than the fast ticks after it, often.
+    while (fast_.size() > 1 && rollup_t_ >= 0 && fast_[1].t <= rollup_t_)
         fast_.pop_front();
     while (fast_.size() > kept_fast_ticks)
         fast_.pop_front();
