@@ -6,7 +6,7 @@ Usage: slurm_verdicts.py LOADERLENS
 
 On the private single-node SLURM of slurm_cluster.py, polling every 60 s (JobAcctGatherFrequency
 =task=60: only `sstat` makes slurmstepd poll before that, so the test chooses the moment SLURM
-looks), each task runs TASK below under `loaderlens record`: W forked workers map a file and/or
+looks), each task runs tests/workload/hold_memory.py under `loaderlens record`: W forked workers map a file and/or
 write anonymous memory and hold it; once all hold, the task writes a marker and waits for the
 recorder's acknowledgement that it sampled every tier after it (LOADERLENS_SAMPLED), then says
 it is ready. The test then runs sstat: SLURM polls the plateau, and kills the step if it is over.
@@ -35,9 +35,8 @@ from slurm_cluster import check, log, main, read_text  # noqa: E402
 
 TOLERANCE = 0.03
 
-# argv: ANON_MIB FILE|- WORKERS READY RELEASE. The hold polls for the release file: it is the
-# end of the task's life, not a measurement's synchronisation.
-TASK = r'''
+# The task each step runs under the recorder (tests/workload/hold_memory.py).
+TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload", "hold_memory.py")
 import mmap, os, sys, time
 anon_mib, path, workers, ready, release = (int(sys.argv[1]), sys.argv[2], int(sys.argv[3]),
                                            sys.argv[4], sys.argv[5])
@@ -109,7 +108,7 @@ def findings(rep, kind=None):
 def task_cmd(c, d, name, anon_mib, data, workers):
     """A task under the recorder; `name` may use %j %s %t (the recording) and $SLURM_PROCID."""
     return (f"{c.loaderlens} record -q -o {d}/{name}.db -- sh -c 'exec /usr/bin/python3 "
-            f"{c.work}/task.py {anon_mib} {data} {workers} {d}/ready.$SLURM_PROCID {d}/release'")
+            f"{TASK} {anon_mib} {data} {workers} {d}/ready.$SLURM_PROCID {d}/release'")
 
 
 def killed_by_slurm(c, name, job, step):
@@ -289,8 +288,6 @@ def junit(c):
 
 
 def run(c, args):
-    with open(os.path.join(c.work, "task.py"), "w") as f:
-        f.write(TASK)
     data = os.path.join(c.work, "data.bin")
     with open(data, "wb") as f:  # written, not sparse: every page a real page-cache page
         chunk = b"\x5a" * (1 << 20)
