@@ -213,6 +213,27 @@ BOOST_AUTO_TEST_CASE(meta_rows_of_a_reading) {
     BOOST_TEST(flat(none) == flat(expected_none));
 }
 
+// The runner: exit status, signal, a limit reached, output beyond the cap, LC_ALL and stdin.
+BOOST_AUTO_TEST_CASE(bounded_runs) {
+    using O = BoundedRun::Outcome;
+    const auto limit = std::chrono::milliseconds(20'000);
+    BoundedRun three = run_bounded("/bin/sh", {"-c", "exit 3"}, limit, 1024);
+    BOOST_TEST((three.outcome == O::exited && three.code == 3));
+    BoundedRun killed = run_bounded("/bin/sh", {"-c", "kill -9 $$"}, limit, 1024);
+    BOOST_TEST((killed.outcome == O::killed_by_signal && killed.code == 9));
+    BoundedRun said =
+        run_bounded("/bin/sh", {"-c", "echo \"$LC_ALL\"; cat; echo end"}, limit, 1024);
+    BOOST_TEST((said.outcome == O::exited && said.output == "C\nend\n")); // stdin: /dev/null
+    BoundedRun flood = run_bounded("/usr/bin/yes", {}, limit, 1 << 20);
+    BOOST_TEST((flood.outcome == O::too_much_output && flood.output.empty()));
+    // The limit is the runner's own feature: a sleeper is killed at it, whole group included.
+    BoundedRun hung = run_bounded("/bin/sh", {"-c", "/usr/bin/sleep 600 & wait"},
+                                  std::chrono::milliseconds(300), 1024);
+    BOOST_TEST((hung.outcome == O::timed_out));
+    BoundedRun absent = run_bounded("/nonexistent/scontrol", {}, limit, 1024);
+    BOOST_TEST((absent.outcome == O::exited && absent.code == 127));
+}
+
 // The reading never holds up the command: scontrol here waits for the command itself (a FIFO
 // both open, a barrier; bounded by timeout(1) so that a recorder that waited for scontrol first
 // fails the test instead of hanging it), then hangs with a child of its own holding its output. The

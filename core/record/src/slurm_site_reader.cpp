@@ -133,15 +133,19 @@ BoundedRun run_bounded(const std::string& executable, const std::vector<std::str
                 eof = true;
             }
         }
-        if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
+        // Seen, not reaped: until it is reaped its PID (the group's id) cannot be reused, so the
+        // kill below reaches its group and nothing else.
+        siginfo_t info{};
+        if (!exited &&
+            ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid)
+            exited = true;
     }
     ::close(out[0]);
     // Whatever of its group is left (the program, or a child of it holding the pipe) goes now.
     ::kill(-pid, SIGKILL);
-    if (!exited) {
-        ::kill(pid, SIGKILL);
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (pidfd >= 0) ::close(pidfd);
     if (too_much) {
