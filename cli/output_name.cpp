@@ -2,6 +2,7 @@
 #include "output_name.hpp"
 
 #include "loaderlens/recorder.hpp"
+#include "name_pattern.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -27,40 +28,23 @@ std::string node_name() {
 }
 
 std::string expand_output_name(const std::string& pattern) {
-    std::string out;
-    for (std::size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] != '%' || i + 1 == pattern.size()) {
-            out += pattern[i];
-            continue;
-        }
-        switch (pattern[++i]) {
+    return expand_name_pattern(pattern, [](char key) -> std::optional<std::string> {
+        switch (key) {
         case 'j':
-            out += environment_or("SLURM_JOB_ID", "nojob");
-            break;
+            return environment_or("SLURM_JOB_ID", "nojob");
         case 's': // SLURM sets no step id in a batch script: that is the "batch" step
-            out += environment_or("SLURM_STEP_ID", in_slurm_job() ? "batch" : "nostep");
-            break;
+            return environment_or("SLURM_STEP_ID", in_slurm_job() ? "batch" : "nostep");
         case 't':
-            out += environment_or("SLURM_PROCID", "0");
-            break;
+            return environment_or("SLURM_PROCID", "0");
         case 'a':
-            out += environment_or("SLURM_ARRAY_TASK_ID", "noarray");
-            break;
+            return environment_or("SLURM_ARRAY_TASK_ID", "noarray");
         case 'N':
-            out += node_name();
-            break;
+            return node_name();
         case 'p':
-            out += std::to_string(getpid());
-            break;
-        case '%':
-            out += '%';
-            break;
-        default:
-            out += '%';
-            out += pattern[i];
+            return std::to_string(getpid());
         }
-    }
-    return out;
+        return std::nullopt;
+    });
 }
 
 std::string literal_output_name(const std::string& name) {

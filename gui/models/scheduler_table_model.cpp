@@ -57,8 +57,10 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case view:
-            return recorded_text(v.name);
+        case view: // the site's figure is marked (docs/slurm.md, "The modes")
+            return recorded_text(v.name) + (v.site_role == "enforced"    ? " — the site's, kills"
+                                            : v.site_role == "accounted" ? " — the site's, records"
+                                                                         : "");
         case peak:
             return unavailable ? "unavailable: " + recorded_text(v.unavailable) : kib_text(v.peak);
         case at:
@@ -71,6 +73,9 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
             return v.limit.kb ? kib_text(v.limit.kb) + " (" + recorded_text(v.limit.source) + ")"
                               : QString("none known");
         case margin:
+            if (v.node && v.node->counted_kb) // one of the step's tasks: SLURM holds their sum
+                return recorded_text(margin_text(v.node->margin_kb)) +
+                       QString(" (Σ over the %1 tasks on the node)").arg(v.node->tasks);
             if (!v.margin_kb) return QString("-");
             return recorded_text(margin_text(v.margin_kb));
         case holder:
@@ -83,7 +88,7 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
         return recorded_text("From " + v.source + ". At the limit: " + v.at_limit);
     case Qt::ForegroundRole:
-        if (index.column() == margin && v.margin_kb && *v.margin_kb < 0)
+        if (index.column() == margin && v.judged_margin_kb() && *v.judged_margin_kb() < 0)
             return QColor(0xc6, 0x28, 0x28);
         return {};
     case KeyRole:
@@ -92,7 +97,7 @@ QVariant SchedulerTableModel::data(const QModelIndex& index, int role) const {
         return static_cast<qlonglong>(v.peak_ms);
     case SortRole:
         if (index.column() == peak) return sort_value(v.peak);
-        if (index.column() == margin) return sort_value(v.margin_kb);
+        if (index.column() == margin) return sort_value(v.judged_margin_kb());
         if (index.column() == counted) return sort_value(scheduler_counted_kb(v));
         return data(index, Qt::DisplayRole);
     default:

@@ -54,9 +54,11 @@ std::map<std::string, FileTick> widest_file_ticks(const Context& c) {
 // figure that moves between identical runs (the file's share of Σ RSS flipped a finding between
 // warning and info run to run).
 Severity overcount_severity(const Diagnosis& d) {
+    // A site known to judge by another figure (Σ PSS, the cgroup) is not held to the over-count.
+    if (d.site.known() && d.site.view != "slurm_linux") return Severity::info;
     const SchedulerView* v = d.view("slurm_linux");
-    if (!v || !v->margin_kb || !v->limit.kb || *v->limit.kb <= 0) return Severity::info;
-    const double used = static_cast<double>(saturating_sub(*v->limit.kb, *v->margin_kb)) /
+    if (!v || !v->judged_margin_kb() || !v->limit.kb || *v->limit.kb <= 0) return Severity::info;
+    const double used = static_cast<double>(saturating_sub(*v->limit.kb, *v->judged_margin_kb())) /
                         static_cast<double>(*v->limit.kb);
     return used >= thresholds::limit_near_share ? Severity::warning : Severity::info;
 }

@@ -239,7 +239,7 @@ void kill_findings(const Context& c, std::vector<Finding>& out) {
             short_kb > 0 ? fmt::format("; at that rate it reached the limit {:.0f} ms later",
                                        1000.0 * static_cast<double>(short_kb) / rate_kb_s)
                          : std::string()));
-        x.figure_name = "ramp_kb_per_s";
+        x.figure_name = "ramp_kb_per_s"; // "ramp: 258.5 MiB/s"
         x.figure = rate_kb_s;
         x.figure_unit = "KiB/s";
     }

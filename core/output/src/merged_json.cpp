@@ -61,6 +61,11 @@ json merged_json(const MergedReport& merged) {
              {"name", t.view.name},
              {"peak_kib", optional(t.view.peak)},
              {"peak_ms", t.view.peak ? json(t.view.peak_ms) : json(nullptr)},
+             // The recorders of the parts in their run at the peak, and peak + them: what SLURM
+             // counted for the job (docs/merge.md); a cgroup view has them in the figure.
+             {"recorder_kib", optional(t.view.recorder_kb)},
+             {"recorder_in_figure", t.view.recorder_in_figure},
+             {"counted_kib", optional(t.view.counted_kb)},
              {"samples", t.view.samples},
              {"first_peak_part",
               t.first_peak_part.empty() ? json(nullptr) : json(t.first_peak_part)},

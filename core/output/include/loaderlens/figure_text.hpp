@@ -39,7 +39,7 @@ template <typename... Args> std::string printed(const char* format, Args... args
 inline std::string finding_figure_text(const Finding& f) {
     std::string what = f.figure_name;
     if (what == "margin_kb") return "margin: " + margin_text(std::llround(f.figure));
-    for (const char* suffix : {"_kb_per_epoch", "_kb", "_pages"})
+    for (const char* suffix : {"_kb_per_epoch", "_kb_per_s", "_kb", "_pages"})
         if (what.ends_with(suffix)) {
             what.resize(what.size() - std::string(suffix).size());
             break;
@@ -51,6 +51,8 @@ inline std::string finding_figure_text(const Finding& f) {
         value = signed_size_text(std::llround(f.figure));
     else if (f.figure_unit == "KiB/epoch")
         value = signed_size_text(std::llround(f.figure)) + "/epoch";
+    else if (f.figure_unit == "KiB/s")
+        value = signed_size_text(std::llround(f.figure)) + "/s";
     else if (f.figure_unit == "x")
         value = printed("%.1fx", f.figure);
     else
