@@ -35,7 +35,9 @@ void text_against_json(const Outputs& o, Compare& c) {
     const json& r = o.report;
     for (const json& v : r["schedulers"]) {
         const std::string name = v["name"];
-        const auto row = line_starting(lines, "    " + name + " ");
+        // Two spaces: "SLURM jobacct_gather/linux " also starts the UsePss row, first on a UsePss
+        // site.
+        const auto row = line_starting(lines, "    " + name + "  ");
         c.holds(row.has_value(), "report text: no scheduler row for " + name);
         if (!row) continue;
         if (v["peak_kib"].is_null()) {
