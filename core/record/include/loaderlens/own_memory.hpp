@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The recorder's own memory. It is a process of the job: SLURM's jobacct_gather adds its RSS (or
 // PSS) to the tree's and holds the sum against the limit (docs/benchmarks-sampling.md, "The
-// recorder's own memory", has the per-component breakdown these two steps came from).
+// recorder's own memory", has the per-component breakdown these steps came from).
 // Header-only: core/CMakeLists.txt lists the layer's sources and is another writer's file.
 #pragma once
 
