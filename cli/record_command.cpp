@@ -150,9 +150,11 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
     StatusLine status(!quiet && isatty(STDERR_FILENO), output);
     LoopOutcome outcome;
     bool stop = false;
+    std::int64_t next_footprint_ms = 0;
     while (!stop) {
-        pollfd pfd{signal_fd, POLLIN, 0};
-        poll(&pfd, 1, 200);
+        // A marker's sample wakes the loop to commit it before it is acknowledged.
+        pollfd pfds[2] = {{signal_fd, POLLIN, 0}, {session.commit_wanted_fd(), POLLIN, 0}};
+        poll(pfds, 2, 200);
         signalfd_siginfo info{};
         while (read(signal_fd, &info, sizeof info) == sizeof info) {
             const int sig = static_cast<int>(info.ssi_signo);
@@ -199,6 +201,16 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
                         recorder.set_meta(key, value);
                 } catch (const std::exception&) { // the next pump() reports the write error
                 }
+            }
+        }
+        // The recorder's own size every second, not only at the end: a recorder killed with its
+        // step (OverMemoryKill) leaves its share of the step's figures in the recording.
+        if (const std::int64_t now = clock.now_ms();
+            now >= next_footprint_ms && session.write_error().empty()) {
+            next_footprint_ms = now + 1000;
+            try {
+                write_recorder_footprint(recorder);
+            } catch (const std::exception&) { // the next pump() reports the write error
             }
         }
         session.pump();

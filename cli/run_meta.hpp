@@ -16,8 +16,9 @@ const std::vector<const char*>& slurm_variables();
 void write_run_meta(Recorder& recorder, const RecordingClock& clock,
                     const SessionOptions& session_options, const RecordOptions& options);
 
-// The recorder's own size as the run ends (it is a process of the SLURM step, counted with the
-// job): recorder_peak_rss_kb (VmHWM), recorder_anon_kb (RssAnon), recorder_pss_kb (Pss).
+// The recorder's own size (it is a process of the SLURM step, counted with the job), written
+// every second and as the run ends: recorder_peak_rss_kb (VmHWM), recorder_anon_kb (RssAnon),
+// recorder_pss_kb (Pss).
 void write_recorder_footprint(Recorder& recorder);
 
 } // namespace loaderlens::cli

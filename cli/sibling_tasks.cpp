@@ -99,6 +99,7 @@ void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
             task.task = id;
             if (own_start && start) task.offset_ms = (*start - *own_start) / 1'000'000;
             task.duration_ms = run_length(sibling);
+            task.cut = sibling.end().state == RecordingEnd::State::cut;
             task.views = task_views(sibling.read_all());
             options.siblings.push_back(std::move(task));
         } catch (const RecordingError& e) {

@@ -22,10 +22,13 @@
 #      workers' smaps itself, marks the end and waits for the recorder's sample: per-file RSS at
 #      the marker against that smaps, the recorder's CPU share and its tiers' longest intervals
 #      (~40 s; 512 MiB of data; skipped, with a message, without Debian's python3-torch)
+#   8. recorder-memory bench: the recorder's own RSS and PSS while it records 16 workers, against
+#      the same recorder on 1 worker and against `sleep` in the same run, its recorded peak, and
+#      its smaps by component (~3 min; a 256 MiB file)
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end), and
 # ~2 GiB of memory for the 64-worker fleet's page tables.
 #
-# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end]
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end|recorder-memory]
 #                              [sampler bench arguments...]
 #
 # Exit status: non-zero when something broke (build, setup, a measurement missing). A missed
@@ -43,9 +46,9 @@ if [ "${1:-}" = "--only" ]; then
   only=${2:-}
   shift 2 || true
   case "$only" in
-    sampler | fleet | loader | residency | reading | gui | epoch-end) ;;
+    sampler | fleet | loader | residency | reading | gui | epoch-end | recorder-memory) ;;
     *)
-      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading, gui or epoch-end" >&2
+      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading, gui, epoch-end or recorder-memory" >&2
       exit 2
       ;;
   esac
@@ -68,6 +71,7 @@ run loader && targets+=(loaderlens_bench_loader)
 run residency && targets+=(loaderlens_bench_residency)
 run reading && targets+=(loaderlens_bench_reading)
 run gui && targets+=(loaderlens_bench_gui)
+run recorder-memory && targets+=(loaderlens_bench_recorder_memory)
 cmake --build build-bench --target "${targets[@]}"
 
 # The benches remove their files themselves, even on Ctrl-C; a private TMPDIR removed on exit
@@ -126,6 +130,13 @@ if run epoch-end; then
   else
     echo "epoch-end bench: SKIPPED: Debian's python3-torch is not installed (/usr/bin/python3)"
   fi
+fi
+
+if run recorder-memory; then
+  echo
+  echo "### recorder-memory bench"
+  build-bench/bench/loaderlens_bench_recorder_memory --cli build-bench/cli/loaderlens ||
+    note_exit recorder-memory $?
 fi
 
 if ((status != 0)); then

@@ -6,8 +6,8 @@ Usage: slurm_verdicts.py LOADERLENS
 
 On the private single-node SLURM of slurm_cluster.py, polling every 60 s (JobAcctGatherFrequency
 =task=60: only `sstat` makes slurmstepd poll before that, so the test chooses the moment SLURM
-looks), each task runs tests/workload/hold_memory.py under `loaderlens record`: W forked workers map a file and/or
-write anonymous memory and hold it; once all hold, the task writes a marker and waits for the
+looks), each task runs tests/workload/hold_memory.py under `loaderlens record`: W forked
+workers map a file and/or write anonymous memory and hold it; once all hold, the task writes a marker and waits for the
 recorder's acknowledgement that it sampled every tier after it (LOADERLENS_SAMPLED), then says
 it is ready. The test then runs sstat: SLURM polls the plateau, and kills the step if it is over.
   1. jobacct_gather/linux + OverMemoryKill, a 2-task step (`srun -n2`) whose tasks each hold half
@@ -31,58 +31,13 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # importing slurm_cluster must not write __pycache__ into tests/
-from slurm_cluster import check, log, main, read_text  # noqa: E402
+from slurm_cluster import check, log, main  # noqa: E402
 
 TOLERANCE = 0.03
 
 # The task each step runs under the recorder (tests/workload/hold_memory.py).
-TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload", "hold_memory.py")
-import mmap, os, sys, time
-anon_mib, path, workers, ready, release = (int(sys.argv[1]), sys.argv[2], int(sys.argv[3]),
-                                           sys.argv[4], sys.argv[5])
-def hold():
-    while not os.path.exists(release):
-        time.sleep(0.05)
-r, w = os.pipe()
-kids = []
-for _ in range(workers):
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        if path != "-":
-            with open(path, "rb") as f:
-                m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
-            total = sum(m[o] for o in range(0, len(m), 4096))
-        a = bytearray(anon_mib << 20)
-        for o in range(0, len(a), 4096):
-            a[o] = 1
-        os.write(w, b"r")
-        hold()
-        os._exit(0)
-    kids.append(pid)
-os.close(w)
-got = 0
-while got < workers:
-    chunk = os.read(r, workers)
-    if not chunk:
-        sys.exit("a worker died before it held its memory")
-    got += len(chunk)
-marked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-with open(os.environ["LOADERLENS_MARKERS"], "a") as f:
-    f.write("plateau\n")
-while True:  # the recorder's acknowledgement: it sampled every tier after the marker
-    try:
-        seen = open(os.environ["LOADERLENS_SAMPLED"]).read().split()
-    except OSError:
-        seen = []
-    if len(seen) == 2 and seen[0] == seen[1] and int(seen[0]) >= marked:
-        break
-    time.sleep(0.01)
-open(ready, "w").close()
-hold()
-for k in kids:
-    os.waitpid(k, 0)
-'''
+TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload",
+                    "hold_memory.py")
 
 
 def report_json(c, path):

@@ -61,8 +61,8 @@ std::optional<SchedulerView::Polled> polled_peak(const std::vector<SeriesPoint>&
 // The SLURM_PROCIDs of the step's tasks on this node (meta slurm_gtids); one or none: alone.
 std::vector<std::string> node_task_ids(const RecordingData& data);
 // Fills SchedulerView::node of the per-process views of one of several tasks on its node.
-void node_sums(const RecordingData& data, const DiagnosisOptions& options,
-               std::int64_t duration_ms, std::vector<SchedulerView>& views);
+void node_sums(const RecordingData& data, const DiagnosisOptions& options, const ReportData* report,
+               std::vector<SchedulerView>& views);
 std::vector<Epoch> find_epochs(const RecordingData& data, std::string& source);
 // The data files of the run: those the residency tier followed (it never follows a file mapped
 // executable, nor system data); without residency rows, the mapped files that are not code

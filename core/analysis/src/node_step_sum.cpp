@@ -7,6 +7,7 @@
 #include "loaderlens/merged_report.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 namespace loaderlens::diagnosis {
@@ -24,8 +25,13 @@ std::vector<std::string> node_task_ids(const RecordingData& data) {
     return ids;
 }
 
-void node_sums(const RecordingData& data, const DiagnosisOptions& options, std::int64_t duration_ms,
+void node_sums(const RecordingData& data, const DiagnosisOptions& options, const ReportData* report,
                std::vector<SchedulerView>& views) {
+    // A task's processes held their last figures until its end; a cut recording's end is not
+    // known (the step's kill ended it with its siblings): it counts until the others end.
+    constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max() / 2;
+    const bool own_cut = report && report->end.state == RecordingEnd::State::cut;
+    const std::int64_t duration_ms = report ? report->duration_ms : 0;
     const std::size_t tasks = node_task_ids(data).size();
     if (tasks < 2) return;
     for (SchedulerView& view : views) {
@@ -34,7 +40,8 @@ void node_sums(const RecordingData& data, const DiagnosisOptions& options, std::
         SchedulerView::NodeSum sum;
         sum.tasks = static_cast<int>(tasks);
         sum.recorded = 1;
-        std::vector<PartSeries> parts{{view.points, 0, std::max(duration_ms, view.peak_ms)}};
+        std::vector<PartSeries> parts{
+            {view.points, 0, own_cut ? open_end : std::max(duration_ms, view.peak_ms)}};
         // A recorder killed with its step left no size: it counts 0, as in the views.
         Kib recorders = view.recorder_kb;
         for (const TaskOnNode& sibling : options.siblings) {
@@ -43,7 +50,8 @@ void node_sums(const RecordingData& data, const DiagnosisOptions& options, std::
             if (other == sibling.views.end()) continue;
             ++sum.recorded;
             PartSeries part{other->points, sibling.offset_ms,
-                            saturating_add(sibling.offset_ms, sibling.duration_ms)};
+                            sibling.cut ? open_end
+                                        : saturating_add(sibling.offset_ms, sibling.duration_ms)};
             for (SeriesPoint& p : part.points)
                 p.t_ms = saturating_add(p.t_ms, sibling.offset_ms);
             parts.push_back(std::move(part));

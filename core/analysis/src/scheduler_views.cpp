@@ -210,7 +210,7 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
         if (view.counted_kb && view.limit.kb)
             view.margin_kb = saturating_sub(*view.limit.kb, *view.counted_kb);
     }
-    node_sums(data, options, report ? report->duration_ms : 0, views);
+    node_sums(data, options, report, views);
     apply_site(diagnosis.site, views);
     return views;
 }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <pthread.h>
 #include <set>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <utility>
 
@@ -71,6 +72,7 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
         marker_watch_.emplace(*options_.markers, options_.marker_wake);
     }
     if (options_.sampled) sample_ack_.emplace(*options_.sampled);
+    commit_wanted_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (options_.loader_events) loader_events_.emplace(*options_.loader_events);
     members_ = {tracker.main_pid ? tracker.main_pid : tracker.scan_root};
     cgroup_ = locate_memory_cgroup(tracker.main_pid ? tracker.main_pid : tracker.scan_root,
@@ -83,6 +85,17 @@ Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recor
 
 Session::~Session() {
     if (fast_thread_.joinable() || deep_thread_.joinable()) stop();
+    if (commit_wanted_fd_ >= 0) close(commit_wanted_fd_);
+}
+
+void Session::acknowledge_after_commit(std::int64_t boot_ns) {
+    if (!sample_ack_) return;
+    {
+        std::lock_guard lock(queue_mutex_);
+        ack_after_commit_ns_ = std::max(ack_after_commit_ns_, boot_ns);
+    }
+    const std::uint64_t one = 1;
+    if (commit_wanted_fd_ >= 0) (void)!write(commit_wanted_fd_, &one, sizeof one);
 }
 
 void Session::start() {
@@ -341,7 +354,7 @@ void Session::deep_loop() {
             forget_missing(rollup_, previous, *sampled);
             forget_missing(residency_, previous, *sampled);
             previous = *sampled;
-            if (requested_boot_ns != 0 && sample_ack_) sample_ack_->write(requested_boot_ns);
+            if (requested_boot_ns != 0) acknowledge_after_commit(requested_boot_ns);
         }
         if (now >= next_trim) {
             drop_idle_file_pages();
@@ -363,19 +376,27 @@ void Session::deep_loop() {
 
 void Session::pump() {
     std::deque<SampleBatch> batches;
+    std::int64_t ack = 0;
     {
         std::lock_guard lock(queue_mutex_);
         batches.swap(queue_);
+        ack = std::exchange(ack_after_commit_ns_, 0);
     }
-    if (!write_error().empty()) return; // the recording is lost; keep the command running
-    try {
-        for (const auto& batch : batches)
-            recorder_.write(batch);
-        recorder_.commit();
-    } catch (const std::exception& e) {
-        std::lock_guard lock(error_mutex_);
-        write_error_ = e.what();
+    std::uint64_t wanted = 0;
+    if (commit_wanted_fd_ >= 0) (void)!read(commit_wanted_fd_, &wanted, sizeof wanted);
+    if (write_error().empty()) { // else the recording is lost; keep the command running
+        try {
+            for (const auto& batch : batches)
+                recorder_.write(batch);
+            recorder_.commit();
+        } catch (const std::exception& e) {
+            std::lock_guard lock(error_mutex_);
+            write_error_ = e.what();
+        }
     }
+    // After the commit, or its failure: a program waiting for it is never held up by the
+    // recorder's own problem.
+    if (ack != 0 && sample_ack_) sample_ack_->write(ack);
 }
 
 void Session::collect_marker_warnings() {
@@ -409,7 +430,7 @@ void Session::stop() {
     fast_run(last);
     SampleBatch deep;
     deep_run(deep, {true, true, true});
-    if (sample_ack_ && !last.markers.empty()) sample_ack_->write(boottime_ns());
+    if (!last.markers.empty()) acknowledge_after_commit(boottime_ns());
     pump();
     if (write_error().empty()) {
         try {

@@ -95,6 +95,7 @@ struct TaskOnNode {
     std::string task;           // its SLURM_PROCID
     std::int64_t offset_ms = 0; // its start on this recording's clock
     std::int64_t duration_ms = 0;
+    bool cut = false; // its recorder was killed (with the step): its end is not known
     std::vector<SchedulerView> views; // task_views() of its recording
 };
 

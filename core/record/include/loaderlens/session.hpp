@@ -75,7 +75,12 @@ class Session {
     // Writes what the sampling threads produced; call from the recorder's thread, at least once
     // a second (commits each call).
     // A failed write (disk full...) stops the recording, never the command: see write_error().
+    // A marker's sample is acknowledged (LOADERLENS_SAMPLED) here, after its commit: a program
+    // told its figures were taken may be killed the next moment (OverMemoryKill) and they stay.
     void pump();
+    // Readable when a batch waits to be committed and acknowledged: the caller polls it beside
+    // its own descriptors and calls pump() at once.
+    int commit_wanted_fd() const { return commit_wanted_fd_; }
     // Why writing failed, empty while all is well.
     std::string write_error() const;
     // One line each for what happened to the files beside the recording since the last call (a
@@ -98,6 +103,8 @@ class Session {
         bool rollup = false, maps = false, residency = false;
     };
     std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, DeepTiers tiers);
+    // LOADERLENS_SAMPLED says boot_ns at the next pump(), after that commits what is queued.
+    void acknowledge_after_commit(std::int64_t boot_ns);
     void push(SampleBatch&& batch);
     // Writes the tier's interval and cost to tier_stats when it changed, or every 10 s.
     // Rollup samples are composite (RollupSampler) and run the residency walk with them.
@@ -145,6 +152,9 @@ class Session {
 
     std::mutex queue_mutex_;
     std::deque<SampleBatch> queue_;
+    // Under queue_mutex_: the newest marker time whose sample is queued and not yet acknowledged.
+    std::int64_t ack_after_commit_ns_ = 0;
+    int commit_wanted_fd_ = -1; // an eventfd
 
     std::mutex wake_mutex_;
     std::condition_variable wake_;
