@@ -11,6 +11,7 @@
 #include "output_file.hpp"
 #include "output_name.hpp"
 #include "replay_command.hpp"
+#include "sibling_tasks.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -98,7 +99,10 @@ Evaluated evaluate(const std::string& path, const CheckOptions& o, const Budget&
                    const DiagnosisOptions& options, double tolerance) {
     Evaluated e;
     Recording recording(path);
-    const ReportData report = build_report(recording, options);
+    // The step's other tasks on the node, as `report` finds them: one margin for both.
+    DiagnosisOptions own = options;
+    find_sibling_tasks(recording, own);
+    const ReportData report = build_report(recording, own);
     e.run.recording = path;
     e.run.budget_file = o.budget;
     e.run.baseline = o.baseline;

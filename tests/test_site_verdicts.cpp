@@ -159,6 +159,15 @@ BOOST_AUTO_TEST_CASE(tasks_of_a_step_are_judged_by_their_sum) {
     BOOST_TEST(text.out.find("Σ over the 2 tasks on this node") != std::string::npos);
     BOOST_TEST(text.out.find("the 2 tasks of step 55.0 on this node") != std::string::npos);
 
+    // check's min_margin is the same judgement: the node sum against the step's memory.
+    std::ofstream(site.dir.file("budget.toml")) << "[schedulers]\nmin_margin = \"1MiB\"\n";
+    RunResult check =
+        run({cli_path(), "check", "--budget", site.dir.file("budget.toml"), site.db(0)});
+    BOOST_TEST(check.exit_code == 3);
+    BOOST_TEST(check.out.find("FAIL  schedulers  slurm_linux margin") != std::string::npos);
+    BOOST_TEST(check.out.find("summed over the 2 tasks of the step on this node") !=
+               std::string::npos);
+
     std::filesystem::rename(site.db(1), site.dir.file("elsewhere.db"));
     const json alone = report_json(site.db(0));
     BOOST_TEST(view(alone, "slurm_linux")["node"]["recorded"] == 1);

@@ -108,18 +108,22 @@ void check_schedulers(const ReportData& report, const Budget& budget, std::int64
         out.rules.push_back(std::move(r));
     }
     if (!budget.min_margin_kb) return;
+    const bool site_known = report.diagnosis.site.known();
     for (const SchedulerView& view : report.diagnosis.schedulers) {
-        if (!view.limit.kb) continue;
+        // As the report judges: the site's figures only, where the site is known; the step's
+        // tasks on the node together, where their recordings were found.
+        if (!view.limit.kb || (site_known && view.site_role.empty())) continue;
+        const bool node = view.node && view.node->counted_kb;
         RuleResult r{.group = "schedulers",
                      .name = view.key + " margin",
                      .origin = budget.min_margin_origin};
-        const auto [peak, t] = peak_after(view.points, warmup);
+        const auto [peak, t] = peak_after(node ? view.node->points : view.points, warmup);
         if (!peak) {
             budget_rules::unavailable(r, view.unavailable.empty() ? "no sample after the warm-up"
                                                                   : view.unavailable);
         } else {
-            const std::int64_t seen =
-                *peak + (view.recorder_in_figure ? 0 : view.recorder_kb.value_or(0));
+            const Kib recorders = node ? view.node->recorders_kb : view.recorder_kb;
+            const std::int64_t seen = *peak + (view.recorder_in_figure ? 0 : recorders.value_or(0));
             const std::int64_t margin = *view.limit.kb - seen;
             r.measured_kb = margin;
             r.limit_kb = *budget.min_margin_kb;
@@ -127,8 +131,12 @@ void check_schedulers(const ReportData& report, const Budget& budget, std::int64
             r.limit = ">= " + format_kib(*budget.min_margin_kb);
             r.status = margin >= *budget.min_margin_kb ? RuleStatus::pass : RuleStatus::fail;
             r.at_ms = t;
-            r.where = view.name + ", limit " + format_kib(view.limit.kb) + " (" +
-                      view.limit.source + "), recorder's own " + format_kib(view.recorder_kb) +
+            r.where = view.name +
+                      (node ? ", summed over the " + std::to_string(view.node->tasks) +
+                                  " tasks of the step on this node"
+                            : std::string()) +
+                      ", limit " + format_kib(view.limit.kb) + " (" + view.limit.source + "), " +
+                      (node ? "their recorders' " : "recorder's own ") + format_kib(recorders) +
                       " included";
         }
         out.rules.push_back(std::move(r));
