@@ -8,8 +8,8 @@
 #include "loaderlens/report.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
-#include "sibling_tasks.hpp"
 #include "output_name.hpp"
+#include "sibling_tasks.hpp"
 
 #include <iostream>
 #include <unistd.h>

@@ -109,7 +109,8 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
             break;
         }
     if (!d.recorder_peak_rss_kb)
-        out += "    the recorder's own size is unavailable (it was killed before it first wrote it)\n";
+        out +=
+            "    the recorder's own size is unavailable (it was killed before it first wrote it)\n";
     const SchedulerView* rss = d.view("slurm_linux");
     const SchedulerView* pss = d.view("slurm_usepss");
     if (rss && pss && rss->interval_ms > 0 && pss->interval_ms > 0)
