@@ -44,6 +44,16 @@ std::string flat(const std::vector<std::pair<std::string, std::string>>& rows) {
     return out;
 }
 
+// The meta rows of scontrol_show_config_cgroup.txt (no step rows).
+std::vector<std::pair<std::string, std::string>> cgroup_config_rows() {
+    return {{"slurm_site_source", "scontrol show config"},
+            {"slurm_jobacct_gather_type", "jobacct_gather/cgroup"},
+            {"slurm_jobacct_gather_params", ""},
+            {"slurm_jobacct_gather_frequency_s", "30"},
+            {"slurm_task_plugin", "task/cgroup,task/affinity"},
+            {"slurm_constrain_ram_space", "yes"}};
+}
+
 void write_script(const std::string& path, const std::string& body) {
     std::ofstream(path) << "#!/bin/sh\n" << body;
     BOOST_REQUIRE(::chmod(path.c_str(), 0755) == 0);
@@ -196,15 +206,9 @@ BOOST_AUTO_TEST_CASE(meta_rows_of_a_reading) {
     reading.step_mem_kb = 716800;
     reading.step_source = "scontrol show step 1.0";
     const auto rows = slurm_site_meta(reading);
-    const std::vector<std::pair<std::string, std::string>> expected{
-        {"slurm_site_source", "scontrol show config"},
-        {"slurm_jobacct_gather_type", "jobacct_gather/cgroup"},
-        {"slurm_jobacct_gather_params", ""},
-        {"slurm_jobacct_gather_frequency_s", "30"},
-        {"slurm_task_plugin", "task/cgroup,task/affinity"},
-        {"slurm_constrain_ram_space", "yes"},
-        {"slurm_step_mem_kb", "716800"},
-        {"slurm_step_source", "scontrol show step 1.0"}};
+    std::vector<std::pair<std::string, std::string>> expected = cgroup_config_rows();
+    expected.insert(expected.end(), {{"slurm_step_mem_kb", "716800"},
+                                     {"slurm_step_source", "scontrol show step 1.0"}});
     BOOST_TEST(flat(rows) == flat(expected));
 
     const auto none = slurm_site_meta({.site_unavailable = "why", .step_unavailable = "because"});
@@ -329,22 +333,17 @@ BOOST_AUTO_TEST_CASE(scontrol_answers) {
                                 dir.file("run-%j.%s.db"), {"/bin/true"});
     BOOST_REQUIRE_MESSAGE(result.exit_code == 0, result.err);
     Recording rec(dir.file("run-1234.3.db"));
-    const std::map<std::string, std::string> expected{
-        {"slurm_site_source", "scontrol show config"},
-        {"slurm_jobacct_gather_type", "jobacct_gather/cgroup"},
-        {"slurm_jobacct_gather_params", ""},
-        {"slurm_jobacct_gather_frequency_s", "30"},
-        {"slurm_task_plugin", "task/cgroup,task/affinity"},
-        {"slurm_constrain_ram_space", "yes"},
-        {"slurm_step_mem_kb", "1572864"}, // 3G over 2 nodes
-        {"slurm_step_source", "scontrol show step 1234.3"},
-        {"slurm_gtids", "0,1"},
-        {"slurm_step_num_tasks", "4"},
-        {"slurm_step_num_nodes", "2"},
-        {"slurm_step_tasks_per_node", "2(x2)"},
-        {"slurm_tasks_per_node", "2(x2)"},
-        {"slurm_conf", "/etc/slurm/slurm.conf"},
-        {"output_pattern", dir.file("run-%j.%s.db")}};
+    std::map<std::string, std::string> expected{{"slurm_step_mem_kb", "1572864"}, // 3G over 2 nodes
+                                                {"slurm_step_source", "scontrol show step 1234.3"},
+                                                {"slurm_gtids", "0,1"},
+                                                {"slurm_step_num_tasks", "4"},
+                                                {"slurm_step_num_nodes", "2"},
+                                                {"slurm_step_tasks_per_node", "2(x2)"},
+                                                {"slurm_tasks_per_node", "2(x2)"},
+                                                {"slurm_conf", "/etc/slurm/slurm.conf"},
+                                                {"output_pattern", dir.file("run-%j.%s.db")}};
+    for (const auto& row : cgroup_config_rows())
+        expected.insert(row);
     const auto meta = rec.all_meta();
     for (const auto& [key, value] : expected) {
         BOOST_TEST_CONTEXT(key) {

@@ -25,13 +25,13 @@ On the private single-node SLURM of slurm_cluster.py:
 Skip protocol, deadline (LOADERLENS_SLURM_DEADLINE, 120 s) and cleanup as slurm_job_control.py.
 """
 
-import json
 import os
 import sys
 import time
 
 sys.dont_write_bytecode = True  # importing slurm_cluster must not write __pycache__ into tests/
-from slurm_cluster import check, find_pids, log, main, parent_comm, read_text  # noqa: E402
+from slurm_cluster import (check, find_pids, log, main, parent_comm, read_text,  # noqa: E402
+                           report_json)
 
 DATA_MIB = 96
 WORKERS = 3
@@ -52,14 +52,6 @@ def kib_of(text):
     if text[-1] in units:
         return float(text[:-1]) * units[text[-1]]
     return float(text) / 1024
-
-
-def report_json(c, path):
-    p = c.run([c.loaderlens, "report", "--json", path], check_rc=False)
-    if p.returncode != 0:
-        raise RuntimeError(f"report --json {os.path.basename(path)} exited {p.returncode}: "
-                           f"{p.stderr.strip()[:300]}")
-    return json.loads(p.stdout)
 
 
 def scheduler_view(rep, key):

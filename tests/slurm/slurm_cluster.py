@@ -8,6 +8,7 @@ __pycache__ lands in the source tree.
 """
 
 import glob
+import json
 import os
 import pwd
 import re
@@ -385,6 +386,15 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
 
 # ---------------------------------------------------------------------------------------------
 # Helpers on recordings
+
+def report_json(c, path):
+    """`loaderlens report --json PATH`, parsed; RuntimeError naming the file when it fails."""
+    p = c.run([c.loaderlens, "report", "--json", path], check_rc=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"report --json {os.path.basename(path)} exited {p.returncode}: "
+                           f"{p.stderr.strip()[:300]}")
+    return json.loads(p.stdout)
+
 
 def meta_of(path):
     """The meta table of a finished recording (opened read-only)."""

@@ -25,27 +25,18 @@ it is ready. The test then runs sstat: SLURM polls the plateau, and kills the st
 Skip protocol, deadline (LOADERLENS_SLURM_DEADLINE, 150 s) and cleanup as slurm_job_control.py.
 """
 
-import json
 import os
 import re
 import sys
 
 sys.dont_write_bytecode = True  # importing slurm_cluster must not write __pycache__ into tests/
-from slurm_cluster import check, log, main  # noqa: E402
+from slurm_cluster import check, log, main, report_json  # noqa: E402
 
 TOLERANCE = 0.03
 
 # The task each step runs under the recorder (tests/workload/hold_memory.py).
 TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workload",
                     "hold_memory.py")
-
-
-def report_json(c, path):
-    p = c.run([c.loaderlens, "report", "--json", path], check_rc=False)
-    if p.returncode != 0:
-        raise RuntimeError(f"report --json {os.path.basename(path)} exited {p.returncode}: "
-                           f"{p.stderr.strip()[:300]}")
-    return json.loads(p.stdout)
 
 
 def report_text(c, path):
@@ -85,6 +76,14 @@ def ready_then_poll(c, d, job, step, tasks):
     p = c.run(["sstat", "-j", f"{job}.{step}", "--noconvert", "-P", "-n", "--format=MaxRSS"],
               check_rc=False, timeout=20)
     log(f"      sstat {job}.{step} MaxRSS: {p.stdout.strip()!r}")
+
+
+def check_margin(label, margin_kib, said):
+    """The report's margin against slurmstepd's limit M minus the figure N it killed at (bytes)."""
+    slurm_margin = (said[1] - said[0]) / 1024
+    check(f"{label} is SLURM's (M - N) within 3% of N", margin_kib is not None
+          and abs(margin_kib - slurm_margin) <= TOLERANCE * said[0] / 1024,
+          f"report {margin_kib} KiB, SLURM {slurm_margin:,.0f} KiB")
 
 
 def near(a, b):
@@ -159,11 +158,7 @@ def step_mem(c):
           and str(meta.get("slurm_mem_per_node")) == "900", f"limit {lim}, meta "
           f"slurm_mem_per_node {meta.get('slurm_mem_per_node')}")
     if said:
-        slurm_margin = (said[1] - said[0]) / 1024
-        check("stepmem: the margin is SLURM's (M - N) within 3% of N",
-              v.get("margin_kib") is not None
-              and abs(v["margin_kib"] - slurm_margin) <= TOLERANCE * said[0] / 1024,
-              f"report {v.get('margin_kib')} KiB, SLURM {slurm_margin:,.0f} KiB")
+        check_margin("stepmem: the margin", v.get("margin_kib"), said)
     check("stepmem: a killed_near_limit finding (the step was killed outright)",
           bool(findings(rep, "killed_near_limit")), f"{[f['kind'] for f in findings(rep)]}")
     text = report_text(c, db)
@@ -219,11 +214,7 @@ def usepss(c, data):
                   bool(limit) and limit[0]["severity"] == "critical"
                   and "UsePss" in limit[0]["title"], f"{[f['title'][:160] for f in limit]}")
             if said:
-                slurm_margin = (said[1] - said[0]) / 1024
-                check("psskill: Σ PSS margin is SLURM's (M - N) within 3% of N",
-                      pss.get("margin_kib") is not None
-                      and abs(pss["margin_kib"] - slurm_margin) <= TOLERANCE * said[0] / 1024,
-                      f"report {pss.get('margin_kib')} KiB, SLURM {slurm_margin:,.0f} KiB")
+                check_margin("psskill: Σ PSS margin", pss.get("margin_kib"), said)
 
 
 def junit(c):
