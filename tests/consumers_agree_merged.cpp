@@ -71,7 +71,13 @@ void merged_against_parts(const std::string& recording, const Outputs& o, Compar
         c.holds(row.has_value(), "merged report text: no parts row for " + name);
         std::vector<std::string> peaks;
         for (const json& v : part["schedulers"]) {
-            peaks.push_back(compact(v["peak_kib"]));
+            // "175.3M/+116.8M": the peak and the margin to its limit, where it has one.
+            peaks.push_back(compact(v["peak_kib"]) +
+                            (v["margin_kib"].is_null()
+                                 ? std::string()
+                                 : (v["margin_kib"].get<std::int64_t>() < 0 ? "/-" : "/+") +
+                                       format_kib(std::abs(v["margin_kib"].get<std::int64_t>()),
+                                                  SizeStyle::compact)));
             // The part's line of the merged JSON is the part's own report (on the job's clock).
             for (const json& w : own["schedulers"])
                 if (w["key"] == v["key"]) {

@@ -168,6 +168,26 @@ BOOST_AUTO_TEST_CASE(tasks_of_a_step_are_judged_by_their_sum) {
     BOOST_TEST(check.out.find("summed over the 2 tasks of the step on this node") !=
                std::string::npos);
 
+    // Merged, each task is a part, and a part's report sums the other part as the task's report
+    // sums the file beside it: one margin.
+    RunResult merged =
+        run({cli_path(), "merge", site.db(0), site.db(1), "-o", site.dir.file("job.db")});
+    BOOST_REQUIRE_MESSAGE(merged.exit_code == 0, merged.err);
+    const json job = report_json(site.dir.file("job.db"));
+    BOOST_REQUIRE(job["merged"]["parts"].size() == 2u);
+    for (const json& part : job["merged"]["parts"]) {
+        const json one = report_json(site.dir.file("job.db"), {"--part", part["name"]});
+        BOOST_TEST(view(one, "slurm_linux")["node"]["margin_kib"] ==
+                   view(r0, "slurm_linux")["node"]["margin_kib"]);
+    }
+    bool merged_verdict = false;
+    for (const json& f : job["findings"])
+        merged_verdict =
+            merged_verdict ||
+            (f["kind"] == "limit_near" &&
+             f["title"].get<std::string>().find("the 2 tasks of step 55.0") != std::string::npos);
+    BOOST_TEST(merged_verdict);
+
     std::filesystem::rename(site.db(1), site.dir.file("elsewhere.db"));
     const json alone = report_json(site.db(0));
     BOOST_TEST(view(alone, "slurm_linux")["node"]["recorded"] == 1);

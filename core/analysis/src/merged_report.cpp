@@ -55,14 +55,55 @@ ReportData part_report(const std::string& path, const RecordingPart& part, Recor
     return build_report(std::move(input), options);
 }
 
+// Tasks of one SLURM step on one node, merged as parts: SLURM holds their sum to the step's
+// limit, so each part's report sums the others as the report of one task sums the recordings
+// beside it (docs/slurm.md). Each part's views, computed once (one part's rows in memory at a
+// time); none where no two parts are tasks of one step on one node.
+std::vector<std::vector<SchedulerView>> sibling_views(const Recording& recording,
+                                                      const std::vector<RecordingPart>& parts) {
+    auto same_step = [](const RecordingPart& a, const RecordingPart& b) {
+        return a.id != b.id && !a.job.empty() && !a.step.empty() && !a.task.empty() &&
+               a.host == b.host && a.job == b.job && a.step == b.step && a.task != b.task;
+    };
+    bool any = false;
+    for (const RecordingPart& a : parts)
+        for (const RecordingPart& b : parts)
+            any = any || same_step(a, b);
+    std::vector<std::vector<SchedulerView>> views(parts.size());
+    if (!any) return views;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        views[i] = task_views(on_part_clock(recording.read_part(parts[i].id), parts[i]));
+    return views;
+}
+
+// The options of part `i`'s report: the other parts that are tasks of its step on its node.
+DiagnosisOptions with_siblings(const DiagnosisOptions& options,
+                               const std::vector<RecordingPart>& parts,
+                               const std::vector<std::vector<SchedulerView>>& views,
+                               std::size_t i) {
+    DiagnosisOptions own = options;
+    const RecordingPart& a = parts[i];
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+        const RecordingPart& b = parts[j];
+        if (j == i || views[j].empty() || a.job.empty() || a.task.empty() || b.task == a.task ||
+            a.host != b.host || a.job != b.job || a.step != b.step)
+            continue;
+        own.siblings.push_back({b.name, b.task, saturating_sub(b.offset_ms, a.offset_ms),
+                                b.duration_ms, b.end_state == "cut", views[j]});
+    }
+    return own;
+}
+
 } // namespace
 
 std::optional<ReportData> build_part_report(const Recording& recording, const std::string& name,
                                             const DiagnosisOptions& options) {
-    for (const RecordingPart& part : recording.parts())
-        if (part.name == name)
-            return part_report(recording.path(), part,
-                               on_part_clock(recording.read_part(part.id), part), options);
+    const std::vector<RecordingPart> parts = recording.parts();
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        if (parts[i].name == name)
+            return part_report(recording.path(), parts[i],
+                               on_part_clock(recording.read_part(parts[i].id), parts[i]),
+                               with_siblings(options, parts, sibling_views(recording, parts), i));
     return std::nullopt;
 }
 
@@ -209,15 +250,18 @@ ReportData build_merged_report(const Recording& recording, const DiagnosisOption
     auto report = std::make_shared<MergedReport>();
     std::vector<PartSeries> uss;
     std::vector<std::string> cgroups;
-    for (const RecordingPart& part : recording.parts()) {
+    const std::vector<RecordingPart> parts = recording.parts();
+    const auto siblings = sibling_views(recording, parts);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const RecordingPart& part = parts[i];
         RecordingData rows = recording.read_part(part.id);
         r.markers.insert(r.markers.end(), rows.markers.begin(), rows.markers.end());
         r.unavailable.insert(r.unavailable.end(), rows.unavailable.begin(), rows.unavailable.end());
         RecordingData own = on_part_clock(std::move(rows), part);
         cgroups.push_back(cgroup_of(own));
         uss.push_back(on_job_axis(series(own, {.figure = Figure::uss}).points, part));
-        report->parts.push_back(
-            {part, part_report(recording.path(), part, std::move(own), options)});
+        report->parts.push_back({part, part_report(recording.path(), part, std::move(own),
+                                                   with_siblings(options, parts, siblings, i))});
     }
     std::stable_sort(r.markers.begin(), r.markers.end(),
                      [](const Marker& a, const Marker& b) { return a.t_ms < b.t_ms; });
