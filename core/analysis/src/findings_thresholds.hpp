@@ -35,8 +35,10 @@ inline constexpr double readahead_amplification = 4.0;
 inline constexpr double readahead_max_read_share = 0.5;
 
 // Copy-on-read: a worker's Private_Dirty grows by at least cow_min_kb after its first sample
-// while its RSS grows by less than cow_max_rss_share of that.
-inline constexpr std::int64_t cow_min_kb = 8 * 1024;
+// while its RSS grows by less than cow_max_rss_share of that. Not 8 MiB: a torch worker's own
+// start-up dirties 7-8.4 MiB of the pages it shares with main within its first second, so the
+// finding came and went with whether its first PSS reading fell before that (docs/findings.md).
+inline constexpr std::int64_t cow_min_kb = 16 * 1024;
 inline constexpr double cow_max_rss_share = 0.5;
 // ... or, whenever the copy happened (before the first PSS reading too): what a worker holds
 // privately beyond its own growth (Private_Dirty - RssAnon growth since birth) is at least
