@@ -25,7 +25,7 @@ namespace {
 ProcessInfo process(std::int64_t id, Role role, int slot) {
     ProcessInfo p;
     p.id = id;
-    p.key = {static_cast<int>(100 + id), id};
+    p.key = {static_cast<int>(100 + id), static_cast<std::uint64_t>(id)};
     p.role = role;
     p.slot = p.generation = slot;
     return p;
