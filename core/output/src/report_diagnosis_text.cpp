@@ -52,7 +52,7 @@ void append_node_sum(std::string& out, const SchedulerView& v) {
                            n.tasks, n.recorded);
         return;
     }
-    out += fmt::format("      {:<34} {:>10} {:>8} {:>10} {:>10} {:>11}  SLURM holds this sum to "
+    out += fmt::format("      {:<36} {:>10} {:>8} {:>10} {:>10} {:>11}  SLURM holds this sum to "
                        "the step's limit\n",
                        fmt::format("Σ over the {} tasks on this node", n.tasks), kib(n.peak),
                        seconds(n.peak_ms), kib(n.recorders_kb), kib(n.counted_kb),
