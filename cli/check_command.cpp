@@ -8,10 +8,10 @@
 #include "loaderlens/merged_report.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
+#include "loaderlens/sibling_tasks.hpp"
 #include "output_file.hpp"
 #include "output_name.hpp"
 #include "replay_command.hpp"
-#include "sibling_tasks.hpp"
 
 #include <algorithm>
 #include <csignal>

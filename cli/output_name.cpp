@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "output_name.hpp"
 
+#include "loaderlens/name_pattern.hpp"
 #include "loaderlens/recorder.hpp"
-#include "name_pattern.hpp"
 
 #include <cstdlib>
 #include <filesystem>

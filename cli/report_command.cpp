@@ -6,10 +6,10 @@
 #include "loaderlens/merged_report.hpp"
 #include "loaderlens/openmetrics.hpp"
 #include "loaderlens/report.hpp"
+#include "loaderlens/sibling_tasks.hpp"
 #include "output_checks.hpp"
 #include "output_file.hpp"
 #include "output_name.hpp"
-#include "sibling_tasks.hpp"
 
 #include <iostream>
 #include <unistd.h>

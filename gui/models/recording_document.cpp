@@ -2,6 +2,7 @@
 #include "recording_document.hpp"
 
 #include "display_text.hpp"
+#include "loaderlens/sibling_tasks.hpp"
 
 #include <algorithm>
 #include <QCoreApplication>
@@ -66,7 +67,10 @@ BuiltReport build_report_of(const QString& path) {
     timer.start();
     try {
         Recording recording(path.toStdString());
-        out.report = std::make_shared<const ReportData>(build_report(recording));
+        // The step's other tasks on the node, found beside it as `report` finds them.
+        DiagnosisOptions options;
+        find_sibling_tasks(recording, options);
+        out.report = std::make_shared<const ReportData>(build_report(recording, options));
     } catch (const std::exception& e) {
         out.error = recorded_text(e.what(), 1000);
     }

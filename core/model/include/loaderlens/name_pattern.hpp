@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The one expansion of %-patterns in file names: %X is replaced by value(X) when it gives one,
-// %% by %, anything else is kept as written. expand_output_name (output_name.hpp) gives the
-// values of this process's SLURM job; the report gives a sibling task's from a recording's meta.
+// %% by %, anything else is kept as written. the CLI's expand_output_name (cli/output_name.hpp)
+// gives the values of this process's SLURM job; the report gives a sibling task's from a
+// recording's meta.
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
 
-namespace loaderlens::cli {
+namespace loaderlens {
 
 inline std::string
 expand_name_pattern(const std::string& pattern,
@@ -32,4 +33,4 @@ expand_name_pattern(const std::string& pattern,
     return out;
 }
 
-} // namespace loaderlens::cli
+} // namespace loaderlens

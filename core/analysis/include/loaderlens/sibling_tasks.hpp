@@ -9,10 +9,10 @@
 #include "loaderlens/diagnosis.hpp"
 #include "loaderlens/recording.hpp"
 
-namespace loaderlens::cli {
+namespace loaderlens {
 
 // Fills options.siblings and options.siblings_missing; nothing for a recording that is not one
 // of several tasks on its node.
 void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options);
 
-} // namespace loaderlens::cli
+} // namespace loaderlens

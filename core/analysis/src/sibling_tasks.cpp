@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-#include "sibling_tasks.hpp"
+#include "loaderlens/sibling_tasks.hpp"
 
+#include "loaderlens/name_pattern.hpp"
 #include "loaderlens/report.hpp"
-#include "name_pattern.hpp"
 
 #include <filesystem>
 #include <sstream>
 
-namespace loaderlens::cli {
+namespace loaderlens {
 
 namespace {
 
@@ -108,4 +108,4 @@ void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
     }
 }
 
-} // namespace loaderlens::cli
+} // namespace loaderlens
