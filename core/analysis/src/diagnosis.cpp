@@ -118,9 +118,7 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
     using namespace diagnosis;
     Diagnosis d;
     const ProcessRows rows(data);
-    d.recorder_peak_rss_kb = meta_number(data, "recorder_peak_rss_kb");
-    d.recorder_pss_kb = meta_number(data, "recorder_pss_kb");
-    d.recorder_anon_kb = meta_number(data, "recorder_anon_kb");
+    read_recorder_size(data, d);
     if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
     for (const auto& [t, c] : data.cgroup)
         if (c.usage && (!d.cgroup_at_peak || *c.usage > d.cgroup_at_peak->usage.value_or(-1)))

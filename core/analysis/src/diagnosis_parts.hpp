@@ -50,6 +50,8 @@ struct Context {
 };
 
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options);
+// The recorder's own size from the meta (written every second and at the end).
+void read_recorder_size(const RecordingData& data, Diagnosis& diagnosis);
 // `report` gives the tiers' intervals (none: 0).
 std::vector<SchedulerView> scheduler_views(const RecordingData& data, const ReportData* report,
                                            const Diagnosis& diagnosis,

@@ -84,6 +84,12 @@ void apply_site(const SiteAccounting& site, std::vector<SchedulerView>& views) {
 
 } // namespace
 
+void read_recorder_size(const RecordingData& data, Diagnosis& d) {
+    d.recorder_peak_rss_kb = meta_number(data, "recorder_peak_rss_kb");
+    d.recorder_pss_kb = meta_number(data, "recorder_pss_kb");
+    d.recorder_anon_kb = meta_number(data, "recorder_anon_kb");
+}
+
 MemoryLimit resolve_limit(const RecordingData& data, const DiagnosisOptions& options) {
     if (options.mem_limit_kb) return {options.mem_limit_kb, "--mem-limit"};
     if (auto kb = positive_meta(data, "mem_limit_kb")) return {kb, "--mem-limit (record)"};
@@ -228,9 +234,7 @@ std::vector<SchedulerView> scheduler_series(const RecordingData& data) {
 std::vector<SchedulerView> task_views(const RecordingData& data) {
     Diagnosis d;
     d.limit = diagnosis::resolve_limit(data, {});
-    d.recorder_peak_rss_kb = diagnosis::meta_number(data, "recorder_peak_rss_kb");
-    d.recorder_pss_kb = diagnosis::meta_number(data, "recorder_pss_kb");
-    d.recorder_anon_kb = diagnosis::meta_number(data, "recorder_anon_kb");
+    diagnosis::read_recorder_size(data, d);
     return diagnosis::scheduler_views(data, nullptr, d, {});
 }
 

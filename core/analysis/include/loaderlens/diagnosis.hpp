@@ -176,7 +176,8 @@ struct Diagnosis {
     // A SLURM step's tasks on this node (meta slurm_gtids): their SLURM_PROCIDs, which of them
     // were found recorded beside this one (this task included), and the names looked for in vain.
     std::vector<std::string> node_tasks, node_tasks_found, node_tasks_missing;
-    // Recorder's own size (meta written when it finished; empty if it was killed).
+    // Recorder's own size (meta written every second and when it finished; empty if it was killed
+    // before its first second).
     Kib recorder_peak_rss_kb, recorder_pss_kb, recorder_anon_kb;
     // What the cgroup held at its first sample, before the command had done much, and its sample
     // at the peak of its usage (for the split into anon, active and inactive file, shmem).
