@@ -13,7 +13,8 @@
 # A suite or case labelled run_serial, or a suite in LOADERLENS_SERIAL_SUITES, runs alone.
 #
 # Expects: LOADERLENS_TEST_EXECUTABLE, LOADERLENS_TEST_WORKING_DIRECTORY, LOADERLENS_TEST_TIMEOUT,
-# LOADERLENS_SERIAL_SUITES (a list), LOADERLENS_TEST_ARGS (a list, given to every entry).
+# LOADERLENS_SERIAL_SUITES (a list), LOADERLENS_TEST_ARGS (a list, given to every entry),
+# LOADERLENS_LONG_SUITES (a list) with LOADERLENS_LONG_TEST_TIMEOUT.
 
 cmake_policy(VERSION 3.16) # IN_LIST; include() gives this file a policy scope of its own
 set(_exe "${LOADERLENS_TEST_EXECUTABLE}")
@@ -121,6 +122,9 @@ function(_loaderlens_add name serial)
                        TIMEOUT "${LOADERLENS_TEST_TIMEOUT}")
   if(serial)
     set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
+  endif()
+  if(name IN_LIST LOADERLENS_LONG_SUITES)
+    set_tests_properties("${name}" PROPERTIES TIMEOUT "${LOADERLENS_LONG_TEST_TIMEOUT}")
   endif()
 endfunction()
 
