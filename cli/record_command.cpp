@@ -149,6 +149,18 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
                           bool quiet, MetricsTextfile* textfile, SlurmSiteReader* site) {
     StatusLine status(!quiet && isatty(STDERR_FILENO), output);
     LoopOutcome outcome;
+    // The first fatal signal and when: a recording cut later by SIGKILL (KillWait after scancel)
+    // shows how long the command had to stop.
+    auto note_signal = [&](int sig) {
+        outcome.stop_reason = strsignal(sig);
+        if (!session.write_error().empty() || outcome.signal_noted) return;
+        try {
+            recorder.set_meta("signal_received", outcome.stop_reason);
+            recorder.set_meta("signal_received_ms", std::to_string(clock.now_ms()));
+            outcome.signal_noted = true;
+        } catch (const std::exception&) { // the next pump() reports the write error
+        }
+    };
     bool stop = false;
     std::int64_t next_footprint_ms = 0;
     while (!stop) {
@@ -167,19 +179,7 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
                 continue;
             }
             if (must_forward(info, child)) kill(child, sig);
-            if (sig != SIGUSR1 && sig != SIGUSR2) {
-                outcome.stop_reason = strsignal(sig);
-                if (session.write_error().empty() && !outcome.signal_noted) {
-                    try {
-                        // The first fatal signal and when: a recording cut later by SIGKILL
-                        // (KillWait after scancel) shows how long the command had to stop.
-                        recorder.set_meta("signal_received", outcome.stop_reason);
-                        recorder.set_meta("signal_received_ms", std::to_string(clock.now_ms()));
-                        outcome.signal_noted = true;
-                    } catch (const std::exception&) { // the next pump() reports the write error
-                    }
-                }
-            }
+            if (sig != SIGUSR1 && sig != SIGUSR2) note_signal(sig);
         }
         if (!attach) {
             int wait_status = 0;
@@ -230,6 +230,16 @@ LoopOutcome sampling_loop(Session& session, Recorder& recorder, const RecordingC
         status.update(session.status());
     }
     session.stop();
+    // scancel signals every process of the step one after another: the command may die and be
+    // reaped before the recorder's own SIGTERM is queued. What came during the last samples is
+    // noted too (the command is gone: nothing is forwarded).
+    if (!attach && !outcome.signal_noted) {
+        signalfd_siginfo info{};
+        while (read(signal_fd, &info, sizeof info) == sizeof info) {
+            const int sig = static_cast<int>(info.ssi_signo);
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) note_signal(sig);
+        }
+    }
     status.clear();
     return outcome;
 }
