@@ -125,7 +125,7 @@ Diagnosis diagnose(const RecordingData& data, const ReportData& report,
             d.cgroup_at_peak = c;
     d.limit = resolve_limit(data, options);
     d.site = site_accounting(data.meta, options.accounting);
-    d.node_tasks = node_task_ids(data);
+    d.node_tasks = node_task_ids(data.meta);
     if (d.node_tasks.size() > 1) {
         if (auto own = data.meta.find("slurm_procid"); own != data.meta.end())
             d.node_tasks_found.push_back(own->second);

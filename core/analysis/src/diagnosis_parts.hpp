@@ -61,7 +61,7 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
 std::optional<SchedulerView::Polled> polled_peak(const std::vector<SeriesPoint>& points,
                                                  int period_s, const Kib& over_kb);
 // The SLURM_PROCIDs of the step's tasks on this node (meta slurm_gtids); one or none: alone.
-std::vector<std::string> node_task_ids(const RecordingData& data);
+std::vector<std::string> node_task_ids(const std::map<std::string, std::string>& meta);
 // Fills SchedulerView::node of the per-process views of one of several tasks on its node.
 void node_sums(const RecordingData& data, const DiagnosisOptions& options, const ReportData* report,
                std::vector<SchedulerView>& views);

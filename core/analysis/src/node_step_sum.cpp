@@ -12,10 +12,10 @@
 
 namespace loaderlens::diagnosis {
 
-std::vector<std::string> node_task_ids(const RecordingData& data) {
+std::vector<std::string> node_task_ids(const std::map<std::string, std::string>& meta) {
     std::vector<std::string> ids;
-    auto it = data.meta.find("slurm_gtids");
-    if (it == data.meta.end()) return ids;
+    auto it = meta.find("slurm_gtids");
+    if (it == meta.end()) return ids;
     std::stringstream list(it->second);
     std::string id;
     while (std::getline(list, id, ','))
@@ -32,7 +32,7 @@ void node_sums(const RecordingData& data, const DiagnosisOptions& options, const
     constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max() / 2;
     const bool own_cut = report && report->end.state == RecordingEnd::State::cut;
     const std::int64_t duration_ms = report ? report->duration_ms : 0;
-    const std::size_t tasks = node_task_ids(data).size();
+    const std::size_t tasks = node_task_ids(data.meta).size();
     if (tasks < 2) return;
     for (SchedulerView& view : views) {
         if (view.key != "slurm_linux" && view.key != "slurm_usepss" && view.key != "slurm_noshared")

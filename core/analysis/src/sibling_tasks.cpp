@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/sibling_tasks.hpp"
 
+#include "diagnosis_parts.hpp"
 #include "loaderlens/name_pattern.hpp"
 #include "loaderlens/report.hpp"
 
 #include <filesystem>
-#include <sstream>
 
 namespace loaderlens {
 
@@ -14,15 +14,6 @@ namespace {
 std::string meta_of(const std::map<std::string, std::string>& meta, const std::string& key) {
     auto it = meta.find(key);
     return it == meta.end() ? std::string() : it->second;
-}
-
-std::vector<std::string> task_ids(const std::string& list) {
-    std::vector<std::string> ids;
-    std::stringstream in(list);
-    std::string id;
-    while (std::getline(in, id, ','))
-        if (!id.empty()) ids.push_back(id);
-    return ids;
 }
 
 // Where the task ended on its own clock: its end, or its last sample when it was cut.
@@ -36,7 +27,7 @@ std::int64_t run_length(const Recording& recording) {
 
 void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
     const auto meta = recording.all_meta();
-    const std::vector<std::string> ids = task_ids(meta_of(meta, "slurm_gtids"));
+    const std::vector<std::string> ids = diagnosis::node_task_ids(meta);
     const std::string own = meta_of(meta, "slurm_procid");
     if (ids.size() < 2 || own.empty() || ids.size() > 256) return;
     const std::string pattern = meta_of(meta, "output_pattern");
