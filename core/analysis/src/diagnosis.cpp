@@ -59,6 +59,11 @@ std::string size_text(std::int64_t kb) {
     return format_kib(kb);
 }
 
+std::string meta_text(const std::map<std::string, std::string>& meta, const std::string& key) {
+    auto it = meta.find(key);
+    return it == meta.end() ? std::string() : it->second;
+}
+
 std::optional<std::int64_t> meta_number(const RecordingData& data, const std::string& key) {
     auto it = data.meta.find(key);
     if (it == data.meta.end()) return std::nullopt;

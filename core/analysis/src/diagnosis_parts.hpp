@@ -91,6 +91,8 @@ void kill_findings(const Context& context, std::vector<Finding>& out);
 std::string size_text(std::int64_t kb);
 // A whole number in meta (SLURM writes memory in MiB, a bare number; "M" is accepted too).
 std::optional<std::int64_t> meta_number(const RecordingData& data, const std::string& key);
+// A meta value as written; empty when the key is absent.
+std::string meta_text(const std::map<std::string, std::string>& meta, const std::string& key);
 // The reference loader's configuration (its config event): an object, empty when there is none.
 // A field the analysis reads is kept only with the type the loader writes: a damaged recording's
 // "read": [] stopped `report` with a JSON type error (fuzz_recordings).

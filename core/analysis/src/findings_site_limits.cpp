@@ -13,11 +13,7 @@ namespace loaderlens::diagnosis {
 namespace {
 
 std::string step_name(const RecordingData& data) {
-    auto text = [&](const char* key) {
-        auto it = data.meta.find(key);
-        return it == data.meta.end() ? std::string("?") : it->second;
-    };
-    return text("slurm_job_id") + "." + text("slurm_step_id");
+    return meta_text(data.meta, "slurm_job_id") + "." + meta_text(data.meta, "slurm_step_id");
 }
 
 // "Σ RSS of the step's processes" for one task, "the 2 tasks' Σ ..." for a node sum.

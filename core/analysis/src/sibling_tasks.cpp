@@ -11,11 +11,6 @@ namespace loaderlens {
 
 namespace {
 
-std::string meta_of(const std::map<std::string, std::string>& meta, const std::string& key) {
-    auto it = meta.find(key);
-    return it == meta.end() ? std::string() : it->second;
-}
-
 // Where the task ended on its own clock: its end, or its last sample when it was cut.
 std::int64_t run_length(const Recording& recording) {
     const RecordingEnd end = recording.end();
@@ -28,13 +23,14 @@ std::int64_t run_length(const Recording& recording) {
 void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
     const auto meta = recording.all_meta();
     const std::vector<std::string> ids = diagnosis::node_task_ids(meta);
-    const std::string own = meta_of(meta, "slurm_procid");
+    const std::string own = diagnosis::meta_text(meta, "slurm_procid");
     if (ids.size() < 2 || own.empty() || ids.size() > 256) return;
-    const std::string pattern = meta_of(meta, "output_pattern");
-    const std::string job = meta_of(meta, "slurm_job_id"), step = meta_of(meta, "slurm_step_id");
-    const std::string node = meta_of(meta, "slurmd_nodename").empty()
-                                 ? meta_of(meta, "host")
-                                 : meta_of(meta, "slurmd_nodename");
+    const std::string pattern = diagnosis::meta_text(meta, "output_pattern");
+    const std::string job = diagnosis::meta_text(meta, "slurm_job_id"),
+                      step = diagnosis::meta_text(meta, "slurm_step_id");
+    const std::string node = diagnosis::meta_text(meta, "slurmd_nodename").empty()
+                                 ? diagnosis::meta_text(meta, "host")
+                                 : diagnosis::meta_text(meta, "slurmd_nodename");
     auto missing = [&](const std::string& text) { options.siblings_missing.push_back(text); };
     if (pattern.empty() || pattern.find("%p") != std::string::npos ||
         pattern.find("%t") == std::string::npos) {
@@ -60,9 +56,9 @@ void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
                 case 't':
                     return id;
                 case 'a':
-                    return meta_of(meta, "slurm_array_task_id").empty()
+                    return diagnosis::meta_text(meta, "slurm_array_task_id").empty()
                                ? "noarray"
-                               : meta_of(meta, "slurm_array_task_id");
+                               : diagnosis::meta_text(meta, "slurm_array_task_id");
                 case 'N':
                     return node;
                 }
@@ -79,8 +75,9 @@ void find_sibling_tasks(const Recording& recording, DiagnosisOptions& options) {
         try {
             Recording sibling(name);
             const auto other = sibling.all_meta();
-            if (meta_of(other, "slurm_job_id") != job || meta_of(other, "slurm_step_id") != step ||
-                meta_of(other, "slurm_procid") != id) {
+            if (diagnosis::meta_text(other, "slurm_job_id") != job ||
+                diagnosis::meta_text(other, "slurm_step_id") != step ||
+                diagnosis::meta_text(other, "slurm_procid") != id) {
                 missing(name + ": not task " + id + " of step " + job + "." + step);
                 continue;
             }

@@ -2,6 +2,7 @@
 // The accounting mode in force, from the meta the recorder wrote inside a SLURM job.
 #include "loaderlens/site_accounting.hpp"
 
+#include "diagnosis_parts.hpp"
 #include "loaderlens/advice.hpp"
 
 #include <algorithm>
@@ -13,24 +14,20 @@ namespace loaderlens {
 
 namespace {
 
-std::string meta_text(const std::map<std::string, std::string>& meta, const std::string& key) {
-    auto it = meta.find(key);
-    return it == meta.end() ? std::string() : it->second;
-}
+using diagnosis::meta_text;
 
 // JobAcctGatherParams is a comma-separated list whose words SLURM compares without case.
-bool has_param(const std::string& params, const std::string& word) {
+bool has_param(const std::string& params, std::string_view word) {
     std::stringstream list(params);
     std::string item;
     while (std::getline(list, item, ',')) {
-        std::string lower;
-        for (char c : item)
-            if (!std::isspace(static_cast<unsigned char>(c)))
-                lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        std::string want;
-        for (char c : word)
-            want += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (lower == want) return true;
+        std::erase_if(item, [](unsigned char c) { return std::isspace(c); });
+        if (item.size() == word.size() &&
+            std::equal(item.begin(), item.end(), word.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) ==
+                       std::tolower(static_cast<unsigned char>(b));
+            }))
+            return true;
     }
     return false;
 }
