@@ -269,23 +269,23 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     sigset_t signals = handled_signals();
     sigprocmask(SIG_BLOCK, &signals, nullptr);
 
-    // The marker file the command appends to: the user's own (LOADERLENS_MARKERS already set),
-    // or ours beside the recording, removed at the end.
+    // The marker file the command (or the attached process) appends to: the user's own
+    // (LOADERLENS_MARKERS already set), or ours beside the recording, removed at the end; and the
+    // file where the recorder says that a marker's sample was taken (core's SampleAck).
     const char* user_markers = std::getenv("LOADERLENS_MARKERS");
-    const bool own_markers = !attach && (!user_markers || !*user_markers);
+    const bool own_markers = !user_markers || !*user_markers;
     RecordingRequest request{
         .path = expand_output_name(o.output.empty() ? default_output_pattern() : o.output),
         .overwrite = o.force,
         .no_clobber = o.no_clobber};
     std::vector<std::string> sidecar_variables;
+    if (own_markers) {
+        sidecar_variables.push_back("LOADERLENS_MARKERS");
+        request.sidecar_suffixes.push_back(".markers");
+    }
+    sidecar_variables.push_back("LOADERLENS_SAMPLED");
+    request.sidecar_suffixes.push_back(".sampled");
     if (!attach) {
-        if (own_markers) {
-            sidecar_variables.push_back("LOADERLENS_MARKERS");
-            request.sidecar_suffixes.push_back(".markers");
-        }
-        // Where the recorder says that a marker's sample was taken (core's SampleAck).
-        sidecar_variables.push_back("LOADERLENS_SAMPLED");
-        request.sidecar_suffixes.push_back(".sampled");
         for (const auto& [variable, suffix] : o.sidecar_variables) {
             sidecar_variables.push_back(variable);
             request.sidecar_suffixes.push_back(suffix);
@@ -328,31 +328,44 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
     std::unique_ptr<SlurmSiteReader> site = SlurmSiteReader::start_in_job();
     TrackerOptions tracker{.worker_match = o.worker_match};
     pid_t child = 0;
+    // Absolute: the command may change directory before it writes a marker.
+    const std::string markers_path = own_markers ? created.sidecars.front().path()
+                                                 : std::filesystem::absolute(user_markers).string();
+    recorder->set_meta("markers_file", markers_path);
     int user_markers_directory = -1; // held while the session reads the user's marker file
+    if (!own_markers) {
+        // The user's file: looked at under its directory, opened only while it is a regular
+        // file of one owner (MarkerTail).
+        user_markers_directory = ::open(std::filesystem::path(markers_path).parent_path().c_str(),
+                                        O_PATH | O_DIRECTORY | O_CLOEXEC);
+        session_options.markers =
+            Sidecar{-1, user_markers_directory,
+                    std::filesystem::path(markers_path).filename().string(), markers_path};
+    }
+    for (std::size_t i = 0; i < sidecar_variables.size(); ++i) {
+        const std::string& variable = sidecar_variables[i];
+        const Sidecar sidecar = created.sidecars[i].sidecar();
+        if (variable == "LOADERLENS_MARKERS") session_options.markers = sidecar;
+        if (variable == "LOADERLENS_LOADER_EVENTS") session_options.loader_events = sidecar;
+        if (variable == "LOADERLENS_SAMPLED") session_options.sampled = sidecar;
+    }
     if (attach) {
         tracker.scan_root = tracker.main_pid = *o.pid;
         recorder->set_meta("mode", "attach");
         recorder->set_meta("command", read_cmdline(*o.pid));
+        // The process runs already: nothing can hand it the files' names. Whoever attached us
+        // knows them (the Python module sets LOADERLENS_MARKERS and LOADERLENS_SAMPLED in its
+        // own process once they exist; docs/python.md); a person is told here.
+        if (!o.quiet)
+            std::fprintf(stderr,
+                         "loaderlens: attached to PID %d; markers: lines appended to %s, each "
+                         "acknowledged in %s once sampled\n",
+                         *o.pid, markers_path.c_str(), created.sidecars.back().path().c_str());
     } else {
         // Orphaned grandchildren are re-parented to us, so they stay in the tree and get reaped.
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-        // Absolute: the command may change directory before it writes a marker.
-        const std::string markers_path = own_markers
-                                             ? created.sidecars.front().path()
-                                             : std::filesystem::absolute(user_markers).string();
-        recorder->set_meta("markers_file", markers_path);
         std::vector<std::pair<std::string, std::string>> environment;
-        if (!own_markers) {
-            environment.emplace_back("LOADERLENS_MARKERS", markers_path);
-            // The user's file: looked at under its directory, opened only while it is a regular
-            // file of one owner (MarkerTail).
-            user_markers_directory =
-                ::open(std::filesystem::path(markers_path).parent_path().c_str(),
-                       O_PATH | O_DIRECTORY | O_CLOEXEC);
-            session_options.markers =
-                Sidecar{-1, user_markers_directory,
-                        std::filesystem::path(markers_path).filename().string(), markers_path};
-        }
+        if (!own_markers) environment.emplace_back("LOADERLENS_MARKERS", markers_path);
         // Each file beside the recording by its name (for a program that opens it, as the
         // README's recipe does) and as a descriptor the command inherits (LOADERLENS_*_FD: the
         // reference loader writes through it and never opens the name, which someone may have
@@ -367,10 +380,6 @@ RecordResult run_record(RecordOptions& o, const RecordHooks& hooks) {
                 handed.push_back(fd);
                 environment.emplace_back(variable + "_FD", file.identity(fd));
             }
-            if (variable == "LOADERLENS_MARKERS") session_options.markers = file.sidecar();
-            if (variable == "LOADERLENS_LOADER_EVENTS")
-                session_options.loader_events = file.sidecar();
-            if (variable == "LOADERLENS_SAMPLED") session_options.sampled = file.sidecar();
         }
         Launched launched =
             launch(o.command, environment,
@@ -477,7 +486,8 @@ Runner add_record(CLI::App& app) {
     // From 0, so that --pid 0 gets the reason it is not a process; up to PID_MAX_LIMIT.
     add_whole_number_option<pid_t>(
         sub, "--pid", options->pid, 0, 4 << 20,
-        "Attach to a running process and record its tree until it exits or SIGINT");
+        "Attach to a running process and record its tree until it exits or SIGINT; markers are "
+        "read from OUT.markers (docs/python.md)");
     sub->add_option("--worker-match", options->worker_match,
                     "POSIX extended regex (at most 256 bytes) on comm or the first 4096 bytes of "
                     "the command line that marks workers (default: see docs/workers.md)");
