@@ -25,10 +25,12 @@
 #   8. recorder-memory bench: the recorder's own RSS and PSS while it records 16 workers, against
 #      the same recorder on 1 worker and against `sleep` in the same run, its recorded peak, and
 #      its smaps by component (~3 min; a 256 MiB file)
+#   9. python-markers bench: what loaderlens.mark(), epoch_start() and epoch_end() cost a script
+#      run without a recorder, against an empty Python function timed in the same run (~1 min)
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end), and
 # ~2 GiB of memory for the 64-worker fleet's page tables.
 #
-# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end|recorder-memory]
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end|recorder-memory|python-markers]
 #                              [sampler bench arguments...]
 #
 # Exit status: non-zero when something broke (build, setup, a measurement missing). A missed
@@ -46,9 +48,9 @@ if [ "${1:-}" = "--only" ]; then
   only=${2:-}
   shift 2 || true
   case "$only" in
-    sampler | fleet | loader | residency | reading | gui | epoch-end | recorder-memory) ;;
+    sampler | fleet | loader | residency | reading | gui | epoch-end | recorder-memory | python-markers) ;;
     *)
-      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading, gui, epoch-end or recorder-memory" >&2
+      echo "bench.sh: --only takes sampler, fleet, loader, residency, reading, gui, epoch-end, recorder-memory or python-markers" >&2
       exit 2
       ;;
   esac
@@ -137,6 +139,12 @@ if run recorder-memory; then
   echo "### recorder-memory bench"
   build-bench/bench/loaderlens_bench_recorder_memory --cli build-bench/cli/loaderlens ||
     note_exit recorder-memory $?
+fi
+
+if run python-markers; then
+  echo
+  echo "### python-markers bench"
+  PYTHONPATH="$repo/python" /usr/bin/python3 bench/python_markers.py || note_exit python-markers $?
 fi
 
 if ((status != 0)); then

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+# loaderlens.torch.track on a real torch DataLoader (Debian's python3-torch): workers forked anew
+# every epoch, a training step of 1 ms (the last one too), both cores kept busy by stress-ng.
+# Before the package, the README's recipe (a marker appended at the last batch, nothing waited
+# for) lost 6 of 6 workers' epoch-end readings with a 5 ms step: the DataLoader ended them before
+# the recorder's sample. With track(), the end is marked and waited for while they live.
+#
+# Oracles: the workers' PIDs and names as the job saw them in its batches (get_worker_info and
+# /proc/self/comm in the worker, tests/python/jobs/tracked_epochs.py), and the recording's rows
+# read with sqlite3 (docs/recording.md, "Tables").
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "jobs", "tracked_epochs.py")
+RUNS = 10
+EPOCHS = 2
+WORKERS = 3
+
+np = pytest.importorskip("numpy", reason="Debian's python3-numpy is not installed")
+pytest.importorskip("torch", reason="Debian's python3-torch is not installed")
+
+
+def cli():
+    path = os.environ.get("LOADERLENS_BIN")
+    if not path:
+        pytest.skip("LOADERLENS_BIN is not set (CTest sets it to the built loaderlens)")
+    return path
+
+
+def job_environment():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLENS_")}
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "rows.npy"
+    np.save(path, np.arange(512 * 1024, dtype=np.float32).reshape(512, 1024))  # 2 MiB, 8 batches
+    return path
+
+
+@pytest.fixture
+def busy_cores():
+    stress = shutil.which("stress-ng")
+    if not stress:
+        pytest.skip("stress-ng is not installed (scripts/setup.sh installs it)")
+    hog = subprocess.Popen([stress, "--cpu", str(os.cpu_count() or 2), "--timeout", "600s",
+                            "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield
+    hog.terminate()
+    hog.wait(timeout=30)
+
+
+def epoch_end_readings(db, job):
+    """For each epoch end the job saw, each of its workers: (pid, recorded comm, time of its
+    first PSS reading at or after the end marker and before its exit, or None)."""
+    found = []
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        for epoch in job["epochs"]:
+            row = c.execute("SELECT t_ms FROM markers WHERE text = ?",
+                            (f"epoch {epoch['epoch']} end",)).fetchone()
+            assert row is not None, f"no end marker for epoch {epoch['epoch']}"
+            end_ms = row[0]
+            for worker, pid in sorted(epoch["workers"].items()):
+                process = c.execute(
+                    "SELECT id, comm, exit_ms FROM processes WHERE pid = ? AND birth_ms <= ? "
+                    "AND (exit_ms IS NULL OR exit_ms >= ?)", (pid, end_ms, end_ms)).fetchone()
+                reading = None
+                if process is not None:
+                    reading = c.execute(
+                        "SELECT MIN(t_ms) FROM rollup_samples WHERE process_id = ? AND t_ms >= ? "
+                        "AND pss_kb IS NOT NULL AND (? IS NULL OR t_ms <= ?)",
+                        (process[0], end_ms, process[2], process[2])).fetchone()[0]
+                found.append({"epoch": epoch["epoch"], "worker": int(worker), "pid": pid,
+                              "comm": process[1] if process else None, "reading_ms": reading,
+                              "end_ms": end_ms})
+    return found
+
+
+def test_every_worker_has_its_epoch_end_reading_on_busy_cores(dataset, tmp_path, busy_cores):
+    missing = []
+    for run in range(RUNS):
+        db, out = tmp_path / f"run{run}.db", tmp_path / f"run{run}.json"
+        p = subprocess.run([cli(), "record", "-q", "--no-clobber", "-o", str(db), "--",
+                            sys.executable, JOB, str(dataset), str(out), str(EPOCHS),
+                            str(WORKERS)], env=job_environment(), capture_output=True, text=True,
+                           timeout=240)
+        assert p.returncode == 0, p.stderr[-2000:]
+        job = json.loads(out.read_text())
+        assert job["active"] is True
+        assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
+        readings = epoch_end_readings(db, job)
+        assert len(readings) == EPOCHS * WORKERS
+        # Re-forked: each epoch had its own worker processes.
+        assert len({r["pid"] for r in readings}) == EPOCHS * WORKERS
+        for r in readings:
+            # Named by their slot (worker_init_fn), as ps and the recorder see them.
+            assert r["comm"] == f"loader-w{r['worker']}", r
+            if r["reading_ms"] is None:
+                missing.append((run, r))
+    assert missing == [], f"{len(missing)} of {RUNS * EPOCHS * WORKERS} epoch-end readings lost"
+
+
+def test_without_a_recorder_the_same_script_runs_unchanged(dataset, tmp_path):
+    out = tmp_path / "bare.json"
+    p = subprocess.run([sys.executable, JOB, str(dataset), str(out), str(EPOCHS), "2"],
+                       env=job_environment(), cwd=tmp_path, capture_output=True, text=True,
+                       timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    job = json.loads(out.read_text())
+    assert job["active"] is False
+    assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
+    assert all(e["names"] == {"0": "loader-w0", "1": "loader-w1"} for e in job["epochs"])
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bare.json"]  # no marker file made
+
+
+def test_epochs_continue_when_the_loader_is_wrapped_again(monkeypatch):
+    import loaderlens.torch
+    written = []
+    monkeypatch.setattr(loaderlens.torch, "epoch_start", lambda e: written.append(("start", e)))
+    monkeypatch.setattr(loaderlens.torch, "epoch_end",
+                        lambda e, wait, timeout: written.append(("end", e)))
+    loader = [1, 2, 3]  # anything iterable with a length; a list cannot be weakly referenced
+    for _ in range(2):
+        assert list(loaderlens.torch.track(loader)) == [1, 2, 3]
+    for batch in loaderlens.torch.track(loader):
+        break  # left early: the epoch ends there
+    assert written == [("start", 0), ("end", 0), ("start", 1), ("end", 1), ("start", 2),
+                       ("end", 2)]
