@@ -14,6 +14,7 @@ packages=(
   python3-numpy python3-h5py util-linux vmtouch
   python3-psutil smem
   python3-torch python3-lmdb stress-ng
+  python3-pytest
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server
   prometheus prometheus-node-exporter
 )
@@ -27,6 +28,8 @@ packages=(
 # python3-torch: real DataLoader workers for the worker-recognition tests (and the loader bench).
 # python3-lmdb and stress-ng: the real-PyTorch growth tests read an LMDB from their workers with
 # py-lmdb, as users do, while stress-ng keeps both cores busy (a loaded node).
+# python3-pytest: the Python package's tests (tests/python/, one ctest entry per file) run under
+# Debian's pytest, which also loads the package's own pytest plugin that they test.
 # slurm*, munge, slurmdbd, mariadb-server: a real single-node SLURM for the job-control tests
 # (sacct is what tells CANCELLED from FAILED); started by the tests themselves, never as services.
 # prometheus (with promtool), prometheus-node-exporter: promtool checks the OpenMetrics export and
