@@ -80,10 +80,13 @@ def _free_path(directory, nodeid):
 
 def _recording_path(item):
     config = item.config
-    directory = config.getoption("loaderlens_dir") or config.getini("loaderlens_dir")
+    # The option is relative to the working directory, the ini value to the ini file's.
+    directory = config.getoption("loaderlens_dir")
+    if not directory and config.getini("loaderlens_dir"):
+        base = config.inipath.parent if config.inipath else config.rootpath
+        directory = os.path.join(str(base), os.path.expanduser(config.getini("loaderlens_dir")))
     if directory:
-        return _free_path(os.path.join(str(config.rootpath), os.path.expanduser(directory)),
-                          item.nodeid)
+        return _free_path(os.path.abspath(os.path.expanduser(directory)), item.nodeid)
     # The place tmp_path uses, kept (and cleaned) by pytest's usual retention.
     name = re.sub(r"\W", "_", item.name)[:30]
     return os.path.join(str(config._tmp_path_factory.mktemp(name, numbered=True)),
