@@ -115,11 +115,32 @@ def test_exit_status_zero_when_every_rule_holds(tmp_path):
     assert sorted(os.listdir(ran)) == ["test_only_the_call_is_recorded", "test_within_budget"]
 
 
+def entry_point_name():
+    """The name pytest registers the auto-loaded plugin under (what `-p no:NAME` blocks)."""
+    from importlib.metadata import entry_points
+    names = [ep.name for ep in entry_points(group="pytest11")
+             if ep.value == "loaderlens.pytest_plugin"]
+    assert len(names) == 1, f"pytest11 entry points for loaderlens.pytest_plugin: {names}"
+    return names[0]
+
+
 def test_the_plugin_is_what_fails_the_test(tmp_path):
     # Auto-loaded by the entry point above; blocked here, the same test passes unjudged.
-    done, _ = run_pytest(tmp_path, "case_plain.py", "-p", "no:loaderlens", "-k", "over_budget")
+    done, _ = run_pytest(tmp_path, "case_plain.py", "-p", f"no:{entry_point_name()}",
+                         "-k", "over_budget")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "recording kept" not in done.stdout
+
+
+def test_dash_p_beside_the_entry_point(tmp_path):
+    # CI jobs often set PYTEST_DISABLE_PLUGIN_AUTOLOAD and name their plugins with -p; others
+    # name it with -p where it is also installed. Both must load it once, not fail to start
+    # ("Plugin already registered": the entry point's name must be the module's).
+    for env in ({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, {}):
+        done, _ = run_pytest(tmp_path, "case_plain.py", "-p", "loaderlens.pytest_plugin",
+                             "-k", "over_budget", env=env)
+        assert done.returncode == 1, (env, done.stdout + done.stderr)
+        assert re.search(r"FAIL\s+process\s+main rss", done.stdout), done.stdout
 
 
 def test_loaded_with_dash_p_from_the_source_tree(tmp_path):
