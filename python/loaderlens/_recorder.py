@@ -61,10 +61,10 @@ def _run(argv, timeout):
 class Recording:
     """A recording being made (inside ``recording()``) or made (after it)."""
 
-    def __init__(self, path, pid):
+    def __init__(self, path, pid, cli=None):
         self.path = path
         self.pid = pid
-        self._cli = find_cli()
+        self._cli = cli or find_cli()
         self._process = None
         self._stderr = None
         self._owner = os.getpid()
@@ -271,9 +271,11 @@ def recording(path=None, *, pid=None, args=(), ready_timeout=30.0):
     not exist (default: ``recording.db`` in a new private temporary directory); ``args`` are more
     ``loaderlens record`` options (``["--interval", "rollup=500ms"]``).
     """
+    cli = find_cli()  # before a temporary directory is made for nothing
     if path is None:
         path = os.path.join(tempfile.mkdtemp(prefix="loaderlens-"), "recording.db")
-    rec = Recording(os.path.abspath(os.fspath(path)), os.getpid() if pid is None else int(pid))
+    rec = Recording(os.path.abspath(os.fspath(path)), os.getpid() if pid is None else int(pid),
+                    cli)
     rec._start(args, ready_timeout)
     try:
         yield rec

@@ -61,7 +61,8 @@ def _marker_rules(item):
         rules.update(marker.kwargs)
     budget = rules.pop("budget", None)
     record_args = rules.pop("record_args", ())
-    if isinstance(record_args, str) or not all(isinstance(a, str) for a in record_args):
+    if not isinstance(record_args, (list, tuple)) or not all(isinstance(a, str)
+                                                              for a in record_args):
         raise TypeError(f"loaderlens: record_args={record_args!r}: a list of `loaderlens record` "
                         "options, e.g. [\"--interval\", \"rollup=500ms\"]")
     return rules, budget, tuple(record_args)
