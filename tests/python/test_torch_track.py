@@ -5,6 +5,8 @@
 # for) lost 6 of 6 workers' epoch-end readings with a 5 ms step: the DataLoader ended them before
 # the recorder's sample. With track(), the end is marked and waited for while they live.
 #
+# Each of the RUNS runs is its own recording (loaderlens.recording() in the job); one more run is
+# recorded from outside (`loaderlens record -- python3 job.py`), one runs without a recorder.
 # Oracles: the workers' PIDs and names as the job saw them in its batches (get_worker_info and
 # /proc/self/comm in the worker, tests/python/jobs/tracked_epochs.py), and the recording's rows
 # read with sqlite3 (docs/recording.md, "Tables").
@@ -35,7 +37,9 @@ def cli():
 
 
 def job_environment():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLENS_")}
+    # No recorder's variables; the CLI the job's loaderlens.recording() starts is the one tested.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LOADERLENS_") or k == "LOADERLENS_BIN"}
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     return env
 
@@ -86,18 +90,20 @@ def epoch_end_readings(db, job):
 
 
 def test_every_worker_has_its_epoch_end_reading_on_busy_cores(dataset, tmp_path, busy_cores):
+    # The RUNS runs in one process (torch imported once), each recorded on its own by
+    # loaderlens.recording(), which attaches `record --pid` to the job.
+    out = tmp_path / "runs.json"
+    p = subprocess.run([sys.executable, JOB, str(dataset), str(out), str(EPOCHS), str(WORKERS),
+                        str(RUNS)], env=job_environment(), cwd=tmp_path, capture_output=True,
+                       text=True, timeout=280)
+    assert p.returncode == 0, p.stderr[-2000:]
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == RUNS
     missing = []
-    for run in range(RUNS):
-        db, out = tmp_path / f"run{run}.db", tmp_path / f"run{run}.json"
-        p = subprocess.run([cli(), "record", "-q", "--no-clobber", "-o", str(db), "--",
-                            sys.executable, JOB, str(dataset), str(out), str(EPOCHS),
-                            str(WORKERS)], env=job_environment(), capture_output=True, text=True,
-                           timeout=240)
-        assert p.returncode == 0, p.stderr[-2000:]
-        job = json.loads(out.read_text())
+    for run, job in enumerate(runs):
         assert job["active"] is True
         assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
-        readings = epoch_end_readings(db, job)
+        readings = epoch_end_readings(job["recording"], job)
         assert len(readings) == EPOCHS * WORKERS
         # Re-forked: each epoch had its own worker processes.
         assert len({r["pid"] for r in readings}) == EPOCHS * WORKERS
@@ -109,14 +115,27 @@ def test_every_worker_has_its_epoch_end_reading_on_busy_cores(dataset, tmp_path,
     assert missing == [], f"{len(missing)} of {RUNS * EPOCHS * WORKERS} epoch-end readings lost"
 
 
+def test_under_record_the_same_script_is_recorded_from_outside(dataset, tmp_path):
+    db, out = tmp_path / "run.db", tmp_path / "run.json"
+    p = subprocess.run([cli(), "record", "-q", "--no-clobber", "-o", str(db), "--",
+                        sys.executable, JOB, str(dataset), str(out), str(EPOCHS), "2"],
+                       env=job_environment(), capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["active"] is True
+    readings = epoch_end_readings(db, result["runs"][0])
+    assert [r["reading_ms"] is not None for r in readings] == [True] * (EPOCHS * 2), readings
+
+
 def test_without_a_recorder_the_same_script_runs_unchanged(dataset, tmp_path):
     out = tmp_path / "bare.json"
     p = subprocess.run([sys.executable, JOB, str(dataset), str(out), str(EPOCHS), "2"],
                        env=job_environment(), cwd=tmp_path, capture_output=True, text=True,
                        timeout=240)
     assert p.returncode == 0, p.stderr[-2000:]
-    job = json.loads(out.read_text())
-    assert job["active"] is False
+    result = json.loads(out.read_text())
+    assert result["active"] is False
+    job = result["runs"][0]
     assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
     assert all(e["names"] == {"0": "loader-w0", "1": "loader-w1"} for e in job["epochs"])
     assert sorted(x.name for x in tmp_path.iterdir()) == ["bare.json"]  # no marker file made
