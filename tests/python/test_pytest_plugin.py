@@ -70,7 +70,8 @@ def test_torch_loaders_are_judged_by_their_memory(tmp_path):
     assert recording.is_file() and recording.parent.is_relative_to(tmp_path / "basetemp")
     leak = cases["test_persistent_workers_leak"].find("failure").get("message")
     # 16 MiB per epoch in each slot, against 8 MiB allowed after the first epoch.
-    assert re.search(r"FAIL\s+growth\s+rss per epoch\s+1[56]\.\d MiB/epoch\s+> 8\.0 MiB", leak), leak
+    growth = re.search(r"FAIL\s+growth\s+rss per epoch\s+([\d.]+) MiB/epoch\s+> 8\.0 MiB", leak)
+    assert growth and 12 <= float(growth.group(1)) <= 20, leak
     assert "warm-up: the first 1 epoch" in leak, leak
     assert cases["test_numpy_control"].find("failure") is None
     assert re.search(r"PASS\s+findings\s+no copy_on_read\s+none", done.stdout), done.stdout
