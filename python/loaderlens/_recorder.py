@@ -31,6 +31,7 @@ _INSIDE_VARIABLES = ("LOADERLENS_MARKERS", "LOADERLENS_SAMPLED", "LOADERLENS_MAR
                      "LOADERLENS_SAMPLED_FD")
 # A recorder finishes its file within a second or two of SIGINT (the last samples, the
 # checkpoint); a busy CI node gets ample room before it is called stuck.
+_TAKEN_SUFFIXES = ("", "-wal", "-shm", "-journal", ".markers", ".sampled")
 _STOP_TIMEOUT = 60.0
 _CHECK_TIMEOUT = 300.0
 _POLL_SECONDS = 0.005
@@ -81,9 +82,12 @@ class Recording:
     # Starting ---------------------------------------------------------------------------------
 
     def _start(self, args, ready_timeout):
-        if os.path.lexists(self.path):
-            raise RecorderError(f"loaderlens: {self.path}: exists; a recording is never written "
-                                "over (choose another path, or none for a new temporary one)")
+        # record's own test of a taken name (README: "A name is taken when ..."): a .markers left
+        # by a killed recorder would otherwise look like this recorder's, ready.
+        for taken in (self.path + suffix for suffix in _TAKEN_SUFFIXES):
+            if os.path.lexists(taken):
+                raise RecorderError(f"loaderlens: {taken}: exists; a recording is never written "
+                                    "over (choose another path, or none for a new temporary one)")
         environment = {k: v for k, v in os.environ.items() if k not in _OUTER_VARIABLES}
         argv = [self._cli, "record", "--pid", str(self.pid), "-q", "--no-clobber", "-o",
                 self.path, *[str(a) for a in args]]

@@ -128,6 +128,12 @@ def test_an_existing_path_is_refused(tmp_path):
         with loaderlens.recording(path):
             pytest.fail("the block ran")
     assert path.read_bytes() == b"someone's file"
+    left = tmp_path / "other.db.markers"  # what a killed recorder leaves
+    left.write_text("")
+    with pytest.raises(loaderlens.RecorderError, match=r"other\.db\.markers: exists"):
+        with loaderlens.recording(tmp_path / "other.db"):
+            pytest.fail("the block ran")
+    assert left.read_text() == ""
 
 
 def test_check_passes_and_fails(tmp_path):
