@@ -144,7 +144,7 @@ fi
 if run python-markers; then
   echo
   echo "### python-markers bench"
-  PYTHONPATH="$repo/python" /usr/bin/python3 bench/python_markers.py || note_exit python-markers $?
+  PYTHONPATH="$repo/python" /usr/bin/python3 bench/python_markers.py build-bench/cli/loaderlens || note_exit python-markers $?
 fi
 
 if ((status != 0)); then

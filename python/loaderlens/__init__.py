@@ -47,6 +47,8 @@ def mark(text, wait=False, timeout=DEFAULT_TIMEOUT):
 
 def epoch_start(epoch, wait=False, timeout=DEFAULT_TIMEOUT):
     """Marks the start of ``epoch`` (after a DataLoader's workers were started for it)."""
+    if not _markers.markers_variable_set():  # no recorder: not even the text is made
+        return False
     return mark(f"epoch {int(epoch)} start", wait, timeout)
 
 
@@ -56,6 +58,8 @@ def epoch_end(epoch, wait=True, timeout=DEFAULT_TIMEOUT):
     Call it while the epoch's workers are still alive: at the last batch, before the loop asks
     the DataLoader for the next one (a non-persistent DataLoader ends its workers then).
     """
+    if not _markers.markers_variable_set():
+        return False
     return mark(f"epoch {int(epoch)} end", wait, timeout)
 
 

@@ -76,7 +76,7 @@ except AttributeError:
     _ENVIRON_DATA = None
 
 
-def _markers_variable_set():
+def markers_variable_set():
     if _ENVIRON_DATA is not None:
         return _MARKERS_KEY in _ENVIRON_DATA
     return bool(os.environ.get("LOADERLENS_MARKERS"))
@@ -137,7 +137,7 @@ def _open_sidecar(path, identity_variable, flags):
 def _current():
     """The channel for the recorder named in the environment now, or None (not under one)."""
     global _channel
-    if not _markers_variable_set():
+    if not markers_variable_set():
         return None
     markers_path = os.environ.get("LOADERLENS_MARKERS")
     if not markers_path:
@@ -178,7 +178,7 @@ def boottime_ns():
 
 def write_marker(text):
     """Appends ``text`` as one marker line; returns its stamp, or None without a recorder."""
-    if not _markers_variable_set():
+    if not markers_variable_set():
         return None
     channel = _current()
     if channel is None or channel.markers_fd < 0:
