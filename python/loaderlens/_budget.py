@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Keyword rules -> the TOML budget file `loaderlens check --budget` reads (docs/check.md).
 
 The keywords mirror the file's keys, so that a rule reads the same in a marker and in a file:

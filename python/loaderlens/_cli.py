@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Finding the loaderlens command: the one this package was built with, or the user's choice."""
 
 import os
