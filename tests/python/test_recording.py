@@ -204,3 +204,22 @@ def test_find_cli_names_a_bad_loaderlens_bin(tmp_path, monkeypatch):
     monkeypatch.setenv("LOADERLENS_BIN", str(not_executable))
     with pytest.raises(loaderlens.RecorderError, match=f"LOADERLENS_BIN='{not_executable}'"):
         find_cli()
+
+
+def test_python_dash_m_runs_the_command(loaderlens_bin, tmp_path):
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "loaderlens", "--version"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    package_line, command_line = done.stdout.splitlines()
+    assert package_line == f"loaderlens (Python package) {loaderlens.__version__}"
+    assert command_line == subprocess.run([loaderlens_bin, "--version"], capture_output=True,
+                                          text=True, check=True).stdout.strip()
+    environment = dict(os.environ, LOADERLENS_BIN=str(tmp_path / "none"))
+    done = subprocess.run([sys.executable, "-m", "loaderlens", "report", "x.db"],
+                          capture_output=True, text=True, timeout=60, env=environment,
+                          check=False)
+    assert done.returncode == 127
+    assert done.stderr == f"loaderlens: LOADERLENS_BIN='{tmp_path / 'none'}' is not an " \
+        "executable file\n"
