@@ -15,8 +15,10 @@ import time
 
 import numpy as np
 import torch
-from recorder_marks import mark_and_wait  # beside this script
 from torch.utils.data import DataLoader, Dataset
+# The package's marker protocol (python/loaderlens), from the source tree beside these tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import loaderlens  # noqa: E402
 
 COUNT = 1_500_000  # about 100 MiB of str objects in a list
 
@@ -68,7 +70,7 @@ def main():
                 time.sleep(0.01)  # waiting for the test's go-ahead
         if n == batches - 1:
             ends = {w.pid: private_dirty_kb(w.pid) for w in it._workers}
-            mark_and_wait("epoch 0 end")
+            loaderlens.mark("epoch 0 end", wait=True, timeout=10)
     del it
     with open(oracle, "w") as f:
         json.dump({"private_dirty_kb": {str(k): v for k, v in ends.items()}}, f)

@@ -15,8 +15,10 @@ import time
 
 import numpy as np
 import torch
-from recorder_marks import mark_and_wait  # beside this script
 from torch.utils.data import DataLoader, Dataset, RandomSampler
+# The package's marker protocol (python/loaderlens), from the source tree beside these tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import loaderlens  # noqa: E402
 
 RECORD_BYTES = 256 * 1024  # far larger than the fault-around window (64 KiB)
 
@@ -102,7 +104,7 @@ def main():
                 # Every batch is consumed; the workers are idle (and still alive).
                 pids = [w.pid for w in it._workers]
                 ends.append({pid: file_rss_kb(pid, mapped) for pid in pids})
-                mark_and_wait(f"epoch {epoch} end")
+                loaderlens.mark(f"epoch {epoch} end", wait=True, timeout=10)
         del it
     with open(oracle, "w") as f:
         json.dump({"file": mapped, "epoch_ends": [{str(k): v for k, v in e.items()} for e in ends]},

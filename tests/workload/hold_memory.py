@@ -16,6 +16,10 @@ import os
 import sys
 import time
 
+# The package's marker protocol (python/loaderlens), from the source tree beside these tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import loaderlens  # noqa: E402
+
 anon_mib, path, workers, ready, release = (int(sys.argv[1]), sys.argv[2], int(sys.argv[3]),
                                            sys.argv[4], sys.argv[5])
 ramp_s = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
@@ -60,18 +64,9 @@ while got < workers:
     if not chunk:
         sys.exit("hold_memory: a worker died before it held its memory")
     got += len(chunk)
-marked = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-with open(os.environ["LOADERLENS_MARKERS"], "a") as f:
-    f.write("plateau\n")
-while True:  # the recorder's acknowledgement: it sampled every tier after the marker
-    try:
-        with open(os.environ["LOADERLENS_SAMPLED"]) as f:
-            seen = f.read().split()
-    except OSError:
-        seen = []
-    if len(seen) == 2 and seen[0] == seen[1] and int(seen[0]) >= marked:
-        break
-    time.sleep(0.01)
+# The recorder's acknowledgement that it sampled every tier after the marker.
+if not loaderlens.mark("plateau", wait=True, timeout=120):
+    sys.exit("hold_memory: the recorder did not acknowledge the marker within 120 s")
 open(ready, "w").close()
 hold()
 for k in kids:
