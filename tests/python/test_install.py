@@ -83,7 +83,8 @@ def check_installed(package, site_dir, binary_file, binary_named):
         "imported from elsewhere, not from the installed copy"
     assert package["dist_version"] == package["version"]
     assert Path(package["dist_files_at"]).resolve() == (Path(site_dir) / "loaderlens").resolve()
-    assert ["pytest11", "loaderlens", "loaderlens.pytest_plugin"] in package["entry_points"]
+    assert (["pytest11", "loaderlens.pytest_plugin", "loaderlens.pytest_plugin"]
+            in package["entry_points"])
 
 
 @pytest.fixture
