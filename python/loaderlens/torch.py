@@ -13,7 +13,7 @@ DataLoader, and importing loaderlens costs no torch import.
 import ctypes
 import weakref
 
-from . import DEFAULT_TIMEOUT, epoch_end, epoch_start
+from . import DEFAULT_TIMEOUT, epoch_end, epoch_start, mark
 
 # Epochs counted per DataLoader, so that wrapping the same loader again (inside the epoch loop)
 # continues the count instead of marking every pass "epoch 0".
@@ -116,18 +116,25 @@ def _end_before_shutdown(batches, end):
         pass
 
 
-def track(loader, first_epoch=None, wait=True, timeout=DEFAULT_TIMEOUT, name_workers=False):
+def track(loader, first_epoch=None, wait=True, timeout=DEFAULT_TIMEOUT, name_workers=False,
+          sample_new_workers=False):
     """Wraps ``loader`` so that each pass over it is marked as an epoch (see TrackedLoader).
 
     ``first_epoch`` sets the number of the next pass (default: continue this loader's count,
     from 0). With ``name_workers`` (True or a prefix), the loader's workers name themselves
-    ``loader-w0``, ``loader-w1``, ... (see ``worker_init_fn``).
+    ``loader-w0``, ``loader-w1``, ... With ``sample_new_workers``, each new worker waits, before
+    it loads anything, until the recorder has sampled it: its first PSS reading then precedes
+    whatever it copies (copy_on_read is judged from that reading), at the cost of up to a few
+    hundred ms per worker start; meant for memory tests. Both chain the loader's own
+    ``worker_init_fn`` (see ``worker_init_fn``).
     """
-    if name_workers:
+    if name_workers or sample_new_workers:
         prefix = name_workers if isinstance(name_workers, str) else DEFAULT_PREFIX
         current = getattr(loader, "worker_init_fn", None)
-        if not isinstance(current, _NamingInit):
-            loader.worker_init_fn = worker_init_fn(current, prefix=prefix)
+        if isinstance(current, _WorkerInit):
+            current = current.chained
+        loader.worker_init_fn = worker_init_fn(current, prefix=prefix if name_workers else None,
+                                               sample=sample_new_workers, timeout=timeout)
     return TrackedLoader(loader, first_epoch, wait, timeout)
 
 
@@ -152,23 +159,29 @@ def set_process_name(name):
         return False
 
 
-class _NamingInit:
+class _WorkerInit:
     """A picklable ``worker_init_fn`` (the spawn start method pickles it)."""
 
-    def __init__(self, chained, prefix):
+    def __init__(self, chained, prefix, sample, timeout):
         self.chained = chained
         self.prefix = prefix
+        self.sample = sample
+        self.timeout = timeout
 
     def __call__(self, worker_id):
-        set_process_name(f"{self.prefix}{worker_id}")
+        if self.prefix:
+            set_process_name(f"{self.prefix}{worker_id}")
+        if self.sample:
+            mark(f"worker {worker_id} started", wait=True, timeout=self.timeout)
         if self.chained is not None:
             self.chained(worker_id)
 
 
-def worker_init_fn(chained=None, prefix=DEFAULT_PREFIX):
-    """A ``worker_init_fn`` that names each worker by its slot (``loader-w3``), then calls
+def worker_init_fn(chained=None, prefix=DEFAULT_PREFIX, sample=False, timeout=DEFAULT_TIMEOUT):
+    """A ``worker_init_fn`` that names each worker by its slot (``loader-w3``; ``prefix=None``:
+    unnamed), with ``sample`` waits for the recorder's first sample of it, then calls
     ``chained(worker_id)``, the user's own, if given::
 
         DataLoader(ds, num_workers=4, worker_init_fn=loaderlens.torch.worker_init_fn(my_init))
     """
-    return _NamingInit(chained, prefix)
+    return _WorkerInit(chained, prefix, sample, timeout)

@@ -103,6 +103,9 @@ def test_every_worker_has_its_epoch_end_reading_on_busy_cores(dataset, tmp_path,
     for run, job in enumerate(runs):
         assert job["active"] is True
         assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
+        # Named by their slot in the worker itself, the user's own worker_init_fn chained.
+        assert all(e["names"] == {str(w): f"loader-w{w}" for w in range(WORKERS)}
+                   for e in job["epochs"]), job["epochs"]
         readings = epoch_end_readings(job["recording"], job)
         assert len(readings) == EPOCHS * WORKERS
         # Re-forked: each epoch had its own worker processes.

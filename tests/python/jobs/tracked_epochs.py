@@ -3,7 +3,8 @@
 # workers are forked anew for every epoch, a last step of 1 ms, and one line of loaderlens
 # (`loaderlens.torch.track`). Writes what the job itself knows to OUT (JSON): each epoch's worker
 # PIDs (from the batches: get_worker_info in the worker), batches per epoch, whether a recorder
-# was there, and the worker names the workers saw.
+# was there, and the worker names the workers saw (with a note where the user's own
+# worker_init_fn, which track must chain, did not run).
 # Usage: tracked_epochs.py DATA.npy OUT.json [EPOCHS] [WORKERS] [RUNS]
 import json
 import os
@@ -15,6 +16,15 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 import loaderlens
 import loaderlens.torch
+
+
+# Set in each worker by the user's own worker_init_fn, which track(name_workers=True) must chain.
+user_init_ran_for = None
+
+
+def user_init(worker_id):
+    global user_init_ran_for
+    user_init_ran_for = worker_id
 
 
 class Rows(Dataset):
@@ -31,7 +41,9 @@ class Rows(Dataset):
             comm = f.read().strip()
         # A copy of the row as a numpy array: pickled through the worker's queue by value (a
         # tensor would go through a shared-memory file of its own per row).
-        return np.array(self.data[i]), os.getpid(), get_worker_info().id, comm
+        worker = get_worker_info().id
+        name = comm if user_init_ran_for == worker else f"{comm} (user's init not run)"
+        return np.array(self.data[i]), os.getpid(), worker, name
 
 
 def epochs_of(loader, epochs):
@@ -59,7 +71,7 @@ def main():
     def loader():
         return loaderlens.torch.track(
             DataLoader(Rows(data), batch_size=64, num_workers=workers, persistent_workers=False,
-                       collate_fn=lambda items: items),
+                       collate_fn=lambda items: items, worker_init_fn=user_init),
             name_workers=True)
 
     result = {"active": loaderlens.active(), "runs": []}
