@@ -16,23 +16,16 @@ import loaderlens
 from loaderlens import _markers
 
 
-def cli():
-    path = os.environ.get("LOADERLENS_BIN")
-    if not path:
-        pytest.skip("LOADERLENS_BIN is not set (CTest sets it to the built loaderlens)")
-    return path
-
-
 def clean_environment():
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLENS_")}
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     return env
 
 
-def record(tmp_path, script, name="run.db"):
+def record(cli, tmp_path, script, name="run.db"):
     """Runs `script` under `loaderlens record`; returns (completed process, recording path)."""
     db = tmp_path / name
-    p = subprocess.run([cli(), "record", "-q", "--no-clobber", "-o", str(db), "--",
+    p = subprocess.run([cli, "record", "-q", "--no-clobber", "-o", str(db), "--",
                         sys.executable, "-c", textwrap.dedent(script)],
                        env=clean_environment(), capture_output=True, text=True, timeout=120)
     return p, db
@@ -54,6 +47,17 @@ def fresh_state(monkeypatch):
     _markers.reset()
 
 
+@pytest.fixture
+def silent_recorder(fresh_state, tmp_path):
+    """A markers file and an acknowledgement file nobody answers in: the test plays the recorder."""
+    markers, sampled = tmp_path / "m", tmp_path / "s"
+    markers.write_text("")
+    sampled.write_text("")
+    fresh_state.setenv("LOADERLENS_MARKERS", str(markers))
+    fresh_state.setenv("LOADERLENS_SAMPLED", str(sampled))
+    return markers, sampled
+
+
 def test_without_a_recorder_nothing_is_written_and_nothing_waits(fresh_state, tmp_path):
     os.chdir(tmp_path)
     assert loaderlens.active() is False
@@ -63,8 +67,8 @@ def test_without_a_recorder_nothing_is_written_and_nothing_waits(fresh_state, tm
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_epoch_end_is_acknowledged_by_the_real_recorder(tmp_path):
-    p, db = record(tmp_path, """
+def test_an_epoch_end_is_acknowledged_by_the_real_recorder(loaderlens_bin, tmp_path):
+    p, db = record(loaderlens_bin, tmp_path, """
         import loaderlens
         assert loaderlens.active()
         assert loaderlens.epoch_start(0) is True
@@ -76,11 +80,11 @@ def test_an_epoch_end_is_acknowledged_by_the_real_recorder(tmp_path):
     assert markers_of(db) == ["epoch 0 start", "epoch 0 end", "two lines"]
 
 
-def test_the_acknowledged_sample_holds_what_the_process_held_then(tmp_path):
+def test_the_acknowledged_sample_holds_what_the_process_held_then(loaderlens_bin, tmp_path):
     # 64 MiB written, marked with wait, then freed: the recording must have a fast and a rollup
     # reading at or after the marker that still shows the 64 MiB (the sample was taken before
     # mark() returned).
-    p, db = record(tmp_path, """
+    p, db = record(loaderlens_bin, tmp_path, """
         import loaderlens
         block = bytearray(64 << 20)
         for i in range(0, len(block), 4096):
@@ -102,8 +106,8 @@ def test_the_acknowledged_sample_holds_what_the_process_held_then(tmp_path):
     assert rollup is not None and rollup[0] >= 64 * 1024, rollup
 
 
-def test_threads_and_forked_processes_write_whole_lines(tmp_path):
-    p, db = record(tmp_path, """
+def test_threads_and_forked_processes_write_whole_lines(loaderlens_bin, tmp_path):
+    p, db = record(loaderlens_bin, tmp_path, """
         import os, threading, loaderlens
         def many(tag):
             for i in range(50):
@@ -128,12 +132,8 @@ def test_threads_and_forked_processes_write_whole_lines(tmp_path):
     assert len(texts) == len(expected) + 1 and "child done" in texts
 
 
-def test_a_recorder_that_never_answers_is_waited_for_once(fresh_state, tmp_path):
-    markers, sampled = tmp_path / "m", tmp_path / "s"
-    markers.write_text("")
-    sampled.write_text("")
-    fresh_state.setenv("LOADERLENS_MARKERS", str(markers))
-    fresh_state.setenv("LOADERLENS_SAMPLED", str(sampled))
+def test_a_recorder_that_never_answers_is_waited_for_once(silent_recorder):
+    markers, sampled = silent_recorder
     with pytest.warns(RuntimeWarning, match="did not acknowledge"):
         assert loaderlens.mark("first", wait=True, timeout=0.05) is False
     unanswered = _markers._current().unanswered
@@ -151,12 +151,8 @@ def test_a_recorder_that_never_answers_is_waited_for_once(fresh_state, tmp_path)
     assert all(line.startswith("@") and line[1:].split(" ")[0].isdigit() for line in lines)
 
 
-def test_a_torn_acknowledgement_is_not_taken(fresh_state, tmp_path):
-    markers, sampled = tmp_path / "m", tmp_path / "s"
-    markers.write_text("")
-    sampled.write_text("")
-    fresh_state.setenv("LOADERLENS_MARKERS", str(markers))
-    fresh_state.setenv("LOADERLENS_SAMPLED", str(sampled))
+def test_a_torn_acknowledgement_is_not_taken(silent_recorder):
+    markers, sampled = silent_recorder
     stamp = _markers.write_marker("x")
     sampled.write_text(f"{stamp + 1} {stamp + 2}\n")  # the two numbers differ: torn
     with pytest.warns(RuntimeWarning):
@@ -197,7 +193,7 @@ def test_a_link_or_fifo_at_the_name_is_refused_without_blocking(fresh_state, tmp
     assert target.read_text() == ""
 
 
-def test_version_is_the_command_line_tools(tmp_path):
-    p = subprocess.run([cli(), "--version"], capture_output=True, text=True, timeout=30)
+def test_version_is_the_command_line_tools(loaderlens_bin):
+    p = subprocess.run([loaderlens_bin, "--version"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0
     assert loaderlens.__version__ == p.stdout.strip()

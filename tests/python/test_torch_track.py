@@ -29,13 +29,6 @@ np = pytest.importorskip("numpy", reason="Debian's python3-numpy is not installe
 pytest.importorskip("torch", reason="Debian's python3-torch is not installed")
 
 
-def cli():
-    path = os.environ.get("LOADERLENS_BIN")
-    if not path:
-        pytest.skip("LOADERLENS_BIN is not set (CTest sets it to the built loaderlens)")
-    return path
-
-
 def job_environment():
     # No recorder's variables; the CLI the job's loaderlens.recording() starts is the one tested.
     env = {k: v for k, v in os.environ.items()
@@ -118,9 +111,10 @@ def test_every_worker_has_its_epoch_end_reading_on_busy_cores(dataset, tmp_path,
     assert missing == [], f"{len(missing)} of {RUNS * EPOCHS * WORKERS} epoch-end readings lost"
 
 
-def test_under_record_the_same_script_is_recorded_from_outside(dataset, tmp_path):
+def test_under_record_the_same_script_is_recorded_from_outside(loaderlens_bin, dataset,
+                                                               tmp_path):
     db, out = tmp_path / "run.db", tmp_path / "run.json"
-    p = subprocess.run([cli(), "record", "-q", "--no-clobber", "-o", str(db), "--",
+    p = subprocess.run([loaderlens_bin, "record", "-q", "--no-clobber", "-o", str(db), "--",
                         sys.executable, JOB, str(dataset), str(out), str(EPOCHS), "2"],
                        env=job_environment(), capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stderr[-2000:]
