@@ -134,27 +134,27 @@ def _open_sidecar(path, identity_variable, flags):
     return fd
 
 
-def _current():
-    """The channel for the recorder named in the environment now, or None (not under one)."""
+def _current_locked():
+    """The channel for the recorder named in the environment now, or None; with _lock held."""
     global _channel
     if not markers_variable_set():
         return None
     markers_path = os.environ.get("LOADERLENS_MARKERS")
     if not markers_path:
         return None
-    channel = _channel
     sampled_path = os.environ.get("LOADERLENS_SAMPLED")
-    if (channel is not None and channel.markers_path == markers_path
-            and channel.sampled_path == sampled_path):
-        return channel
-    with _lock:
-        channel = _channel
-        if (channel is None or channel.markers_path != markers_path
-                or channel.sampled_path != sampled_path):
-            if channel is not None:
-                channel.close()
-            channel = _channel = _Channel(markers_path, sampled_path)
+    channel = _channel
+    if (channel is None or channel.markers_path != markers_path
+            or channel.sampled_path != sampled_path):
+        if channel is not None:
+            channel.close()
+        channel = _channel = _Channel(markers_path, sampled_path)
     return channel
+
+
+# Every use of a channel's descriptors holds _lock: a thread that switched recordings (or called
+# reset()) closes the old channel's descriptors, whose numbers the process may reuse at once for
+# a file of its own; a marker written through a stale number would land there.
 
 
 def reset():
@@ -168,8 +168,18 @@ def reset():
 
 def active():
     """Whether this process runs under a recorder that reads its markers."""
-    channel = _current()
-    return channel is not None and channel.markers_fd >= 0
+    if not markers_variable_set():
+        return False
+    with _lock:
+        channel = _current_locked()
+        return channel is not None and channel.markers_fd >= 0
+
+
+def unanswered():
+    """Whether the recorder left this process's last wait unanswered (waits return at once)."""
+    with _lock:
+        channel = _channel
+        return channel is not None and channel.unanswered is not None
 
 
 def boottime_ns():
@@ -180,20 +190,23 @@ def write_marker(text):
     """Appends ``text`` as one marker line; returns its stamp, or None without a recorder."""
     if not markers_variable_set():
         return None
-    channel = _current()
-    if channel is None or channel.markers_fd < 0:
-        return None
-    # One line: a newline inside would end the marker early and start a bogus one.
+    # One line: a newline inside would end the marker early and start a bogus one. Cut at a
+    # character's boundary: the recorder keeps at most 4 KiB of a line.
     one_line = " ".join(str(text).splitlines()) or "marker"
-    stamp = boottime_ns()
-    line = f"@{stamp} {one_line}".encode("utf-8", "replace")[:_MAX_LINE_BYTES - 1] + b"\n"
-    try:
-        # One write() per line: lines from threads and forked workers never interleave.
-        os.write(channel.markers_fd, line)
-    except OSError as e:
-        _warn_once(("write", channel.markers_path),
-                   f"loaderlens: {channel.markers_path}: cannot write a marker: {e.strerror}")
-        return None
+    encoded = one_line.encode("utf-8", "replace")[:_MAX_LINE_BYTES - 32]
+    encoded = encoded.decode("utf-8", "ignore").encode("utf-8")
+    with _lock:
+        channel = _current_locked()
+        if channel is None or channel.markers_fd < 0:
+            return None
+        stamp = boottime_ns()
+        try:
+            # One write() per line: lines from threads and forked workers never interleave.
+            os.write(channel.markers_fd, b"@%d %s\n" % (stamp, encoded))
+        except OSError as e:
+            _warn_once(("write", channel.markers_path),
+                       f"loaderlens: {channel.markers_path}: cannot write a marker: {e.strerror}")
+            return None
     return stamp
 
 
@@ -211,31 +224,47 @@ def _read_sampled(fd):
         return None
 
 
-def wait_sampled(stamp, timeout, alive=None):
+def _sampled_now(channel):
+    """The recorder's last acknowledgement, while `channel` is still the one in use; else
+    False (the recording changed or ended: nothing more to wait for)."""
+    with _lock:
+        if channel is not _channel or channel.sampled_fd < 0:
+            return False
+        return _read_sampled(channel.sampled_fd)
+
+
+def wait_sampled(stamp, timeout, alive=None, warn=True):
     """Waits until the recorder acknowledged a sample taken at or after ``stamp``.
 
     Returns True once it has; False without a recorder or an acknowledgement file, after
-    ``timeout`` seconds (warned once; later waits return at once until the recorder answers that
-    stamp), or as soon as ``alive()`` returns False.
+    ``timeout`` seconds (warned once unless ``warn`` is False; later waits return at once until
+    the recorder answers that stamp), as soon as ``alive()`` returns False, or when the
+    environment names another recorder.
     """
-    channel = _current()
-    if stamp is None or channel is None or channel.sampled_fd < 0:
+    if stamp is None:
         return False
+    with _lock:
+        channel = _current_locked()
+        if channel is None or channel.sampled_fd < 0:
+            return False
     if channel.unanswered is not None:
-        sampled = _read_sampled(channel.sampled_fd)
-        if sampled is None or sampled < channel.unanswered:
+        sampled = _sampled_now(channel)
+        if sampled is False or sampled is None or sampled < channel.unanswered:
             return False
         channel.unanswered = None  # it answers again: wait as before
     deadline = time.monotonic() + max(0.0, timeout)
     while True:
-        sampled = _read_sampled(channel.sampled_fd)
+        sampled = _sampled_now(channel)
+        if sampled is False:
+            return False
         if sampled is not None and sampled >= stamp:
             return True
         if time.monotonic() >= deadline or (alive is not None and not alive()):
             break
         time.sleep(_POLL_SECONDS)
     channel.unanswered = stamp
-    _warn_once(("timeout", channel.sampled_path),
-               f"loaderlens: the recorder did not acknowledge a marker within {timeout:g} s "
-               f"({channel.sampled_path}); marks do not wait again until it does")
+    if warn:
+        _warn_once(("timeout", channel.sampled_path),
+                   f"loaderlens: the recorder did not acknowledge a marker within {timeout:g} s "
+                   f"({channel.sampled_path}); marks do not wait again until it does")
     return False

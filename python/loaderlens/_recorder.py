@@ -35,6 +35,8 @@ _TAKEN_SUFFIXES = ("", "-wal", "-shm", "-journal", ".markers", ".sampled")
 _STOP_TIMEOUT = 60.0
 _CHECK_TIMEOUT = 300.0
 _POLL_SECONDS = 0.005
+# Recordings of this process whose environment is in force, the newest last.
+_active = []
 
 
 @dataclass
@@ -70,6 +72,8 @@ class Recording:
         self._stderr = None
         self._owner = os.getpid()
         self._saved_environment = None
+        self._handed = []
+        self._stopped = False
 
     def __repr__(self):
         state = "recording" if self.running else "stopped"
@@ -122,7 +126,7 @@ class Recording:
         if stamp is None:
             raise RecorderError(f"loaderlens: cannot write a marker to {markers}")
         remaining = max(0.0, deadline - time.monotonic())
-        if not _markers.wait_sampled(stamp, remaining, alive=lambda: self.running):
+        if not _markers.wait_sampled(stamp, remaining, alive=lambda: self.running, warn=False):
             if self._process.poll() is not None:
                 raise self._recorder_failed("exited before its first sample")
             raise RecorderError(f"loaderlens: the recorder did not acknowledge its first marker "
@@ -130,22 +134,45 @@ class Recording:
 
     def _enter_environment(self, markers, sampled):
         self._saved_environment = {k: os.environ.get(k) for k in _INSIDE_VARIABLES}
-        for name in ("LOADERLENS_MARKERS_FD", "LOADERLENS_SAMPLED_FD"):
-            os.environ.pop(name, None)
-        os.environ["LOADERLENS_MARKERS"] = markers
-        os.environ["LOADERLENS_SAMPLED"] = sampled
+        # The files also as open descriptors named by identity, as `record` hands them to a
+        # command it launches: a process still holding these variables after the block (a
+        # worker forked inside it) then never re-creates a removed file by its name.
+        self._handed = []
+        for variable, path, flags in (("LOADERLENS_MARKERS", markers, os.O_WRONLY | os.O_APPEND),
+                                      ("LOADERLENS_SAMPLED", sampled, os.O_RDONLY)):
+            os.environ[variable] = path
+            os.environ.pop(variable + "_FD", None)
+            try:
+                fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            st = os.fstat(fd)
+            self._handed.append(fd)
+            os.environ[variable + "_FD"] = f"{fd}:{st.st_dev}:{st.st_ino}"
+        _active.append(self)
         _markers.reset()
 
     def _leave_environment(self):
         saved, self._saved_environment = self._saved_environment, None
         if saved is None:
             return
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        _markers.reset()
+        # Recordings may end out of order: one that ends under a newer one hands what it saved
+        # to that one, which restores it when it ends (never an environment naming a finished
+        # recording's files).
+        position = _active.index(self) if self in _active else len(_active)
+        del _active[position:position + 1]
+        if position < len(_active):
+            _active[position]._saved_environment = saved
+        else:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _markers.reset()
+        for fd in getattr(self, "_handed", ()):
+            os.close(fd)
+        self._handed = []
 
     def _stderr_text(self):
         if self._stderr is None:
@@ -156,23 +183,27 @@ class Recording:
     # Stopping ---------------------------------------------------------------------------------
 
     def stop(self):
-        """Ends the recording (SIGINT: the recorder finishes its file). Idempotent; a no-op in a
-        process forked inside the block (only the process that started it stops it)."""
-        if os.getpid() != self._owner or self._process is None:
+        """Ends the recording (SIGINT: the recorder finishes its file). Idempotent (a failure is
+        raised once); a no-op in a process forked inside the block (only the process that
+        started it stops it)."""
+        if os.getpid() != self._owner or self._process is None or self._stopped:
             return
+        self._stopped = True
         self._leave_environment()
         process = self._process
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self._kill_quietly()
-                raise RecorderError(f"loaderlens: the recorder did not finish {self.path} within "
-                                    f"{_STOP_TIMEOUT:g} s of SIGINT; killed") from None
-        if process.returncode != 0:
-            raise self._recorder_failed(f"failed while recording {self.path}")
-        self._close_stderr()
+        try:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(_STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self._kill_quietly()
+                    raise RecorderError(f"loaderlens: the recorder did not finish {self.path} "
+                                        f"within {_STOP_TIMEOUT:g} s of SIGINT; killed") from None
+            if process.returncode != 0:
+                raise self._recorder_failed(f"failed while recording {self.path}")
+        finally:
+            self._close_stderr()
 
     def _kill_quietly(self):
         if self._process is not None and self._process.poll() is None:

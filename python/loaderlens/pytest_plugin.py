@@ -94,16 +94,39 @@ def _recording_path(item):
                         "recording.db")
 
 
-@pytest.hookimpl(tryfirst=True)
+def _recordable(item):
+    """Only a test function's call is wrapped (pytest_pyfunc_call): a unittest.TestCase method
+    or another kind of item would run unrecorded and pass unchecked."""
+    if type(item) is pytest.Function:
+        return True
+    try:
+        from _pytest.unittest import TestCaseFunction
+    except ImportError:  # pragma: no cover - pytest's layout
+        TestCaseFunction = ()
+    return isinstance(item, pytest.Function) and not isinstance(item, TestCaseFunction)
+
+
+# Not tryfirst: pytest's skipping plugin (tryfirst) has already skipped what it skips, and the
+# runner's fixture setup, registered before this plugin, comes after this hook.
+@pytest.hookimpl
 def pytest_runtest_setup(item):
     # Before fixtures and body: a typo in a rule, or no loaderlens command, is the test's error,
     # never a run that was not checked.
     if item.get_closest_marker(_MARKER) is None:
         return
+    if not _recordable(item):
+        pytest.fail(f"{item.nodeid}: @pytest.mark.loaderlens works on test functions; "
+                    f"{type(item).__name__} items (e.g. unittest.TestCase methods) are not "
+                    "recorded", pytrace=False)
     from ._recorder import RecorderError, validate
 
     try:
         rules, budget, record_args = _marker_rules(item)
+        if budget is not None:
+            # Relative to where pytest was started, resolved now: a fixture may change the
+            # working directory before the check runs.
+            budget = os.path.join(str(item.config.invocation_params.dir),
+                                  os.path.expanduser(str(budget)))
         validate(budget, **rules)
     except (TypeError, ValueError, RecorderError) as e:
         pytest.fail(f"{item.nodeid}: {e}", pytrace=False)

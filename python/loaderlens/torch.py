@@ -13,7 +13,7 @@ DataLoader, and importing loaderlens costs no torch import.
 import ctypes
 import weakref
 
-from . import DEFAULT_TIMEOUT, epoch_end, epoch_start, mark
+from . import DEFAULT_TIMEOUT, _markers, epoch_end, epoch_start, mark
 
 # Epochs counted per DataLoader, so that wrapping the same loader again (inside the epoch loop)
 # continues the count instead of marking every pass "epoch 0".
@@ -26,28 +26,36 @@ class TrackedLoader:
 
     The end is marked, and waited for, while the pass's workers are still alive: when the loop
     asks for the batch after the last one (the DataLoader ends non-persistent workers in that
-    call) or, for a loader of unknown length, just before it ends them. Everything else (len,
-    attributes such as ``sampler`` or ``dataset``) is the DataLoader's.
+    call), or just before PyTorch's iterator ends them, whichever comes first (a loader of
+    unknown or estimated length). A worker told to exit early, its shard of an IterableDataset
+    done, is sampled first. Everything else (len, attributes such as ``sampler``, ``dataset``,
+    ``timeout``) is the DataLoader's.
     """
 
     def __init__(self, loader, first_epoch=None, wait=True, timeout=DEFAULT_TIMEOUT):
-        self.loader = loader
-        self.wait = wait
-        self.timeout = timeout
+        # Names of our own that no DataLoader attribute has (its `timeout` must show through).
+        self._ll_loader = loader
+        self._ll_wait = wait
+        self._ll_timeout = timeout
         if first_epoch is not None:
             self._store_next_epoch(int(first_epoch))
 
+    @property
+    def loader(self):
+        """The DataLoader this wraps."""
+        return self._ll_loader
+
     def _next_epoch(self):
         try:
-            return _epochs_of.get(self.loader, 0)
+            return _epochs_of.get(self._ll_loader, 0)
         except TypeError:
-            return _epochs_by_id.get(id(self.loader), 0)
+            return _epochs_by_id.get(id(self._ll_loader), 0)
 
     def _store_next_epoch(self, epoch):
         try:
-            _epochs_of[self.loader] = epoch
+            _epochs_of[self._ll_loader] = epoch
         except TypeError:
-            _epochs_by_id[id(self.loader)] = epoch
+            _epochs_by_id[id(self._ll_loader)] = epoch
 
     @property
     def epoch(self):
@@ -55,17 +63,22 @@ class TrackedLoader:
         return self._next_epoch()
 
     def __len__(self):
-        return len(self.loader)
+        return len(self._ll_loader)
 
     def __getattr__(self, name):
-        return getattr(self.loader, name)
+        # Our own names and dunders are never the DataLoader's (copy.copy looks them up on an
+        # instance without its fields yet).
+        if name.startswith("_ll_") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._ll_loader, name)
 
     def __iter__(self):
         epoch = self._next_epoch()
         self._store_next_epoch(epoch + 1)
+        wait, timeout = self._ll_wait, self._ll_timeout  # the hooks hold these, never self
         # iter() starts the pass's workers (forked anew unless persistent): the start marker's
         # sample then sees them before they copy much of the main process.
-        batches = iter(self.loader)
+        batches = iter(self._ll_loader)
         epoch_start(epoch)
         ended = False
 
@@ -73,13 +86,17 @@ class TrackedLoader:
             nonlocal ended
             if not ended:
                 ended = True
-                epoch_end(epoch, wait=self.wait, timeout=self.timeout)
+                epoch_end(epoch, wait=wait, timeout=timeout)
 
+        def worker_done(worker_id):
+            if not ended:
+                mark(f"worker {worker_id} done in epoch {epoch}", wait=wait, timeout=timeout)
+
+        _hook_iterator(batches, end, worker_done)
         try:
-            length = len(self.loader)
+            length = len(self._ll_loader)
         except TypeError:
             length = None
-            _end_before_shutdown(batches, end)
         taken = 0
         try:
             while True:
@@ -96,22 +113,51 @@ class TrackedLoader:
             # A loop left early (break, an exception) ends its epoch there; `batches` is still
             # held, so its workers are too.
             end()
+            _unhook_pass(batches)
 
 
-def _end_before_shutdown(batches, end):
-    """For a loader of unknown length: mark the end just before the iterator ends its workers.
-    PyTorch's multi-process iterator ends them in ``_shutdown_workers``; elsewhere (no workers)
-    the end is marked at StopIteration."""
-    shutdown = getattr(batches, "_shutdown_workers", None)
-    if not callable(shutdown):
-        return
-
-    def mark_then_shutdown(*args, **kwargs):
-        end()
-        return shutdown(*args, **kwargs)
-
+def _hook_iterator(batches, end, worker_done):
+    """Where PyTorch's multi-process iterator ends workers, mark first: ``_shutdown_workers``
+    (every worker, at the end of a pass whose length was unknown or wrong) and
+    ``_mark_worker_as_unavailable`` (one worker whose IterableDataset shard is done, told to
+    exit while the others go on). Hooked once per iterator (a persistent one serves every
+    epoch); the hooks call this pass's functions, set here, and hold the iterator weakly (a
+    cycle would keep a finished iterator, and its workers, until the garbage collector ran)."""
     try:
+        batches._ll_end, batches._ll_worker_done = end, worker_done
+    except (AttributeError, TypeError):
+        return  # not an object we can hook (a plain iterator): the length and the end suffice
+    if getattr(batches, "_ll_hooked", False):
+        return
+    cls, iterator = type(batches), weakref.ref(batches)
+    shutdown = getattr(cls, "_shutdown_workers", None)
+    release = getattr(cls, "_mark_worker_as_unavailable", None)
+    if callable(shutdown):
+        def mark_then_shutdown(*args, **kwargs):
+            it = iterator()
+            if it is None:
+                return None
+            if it._ll_end is not None:
+                it._ll_end()
+            return shutdown(it, *args, **kwargs)
+
         batches._shutdown_workers = mark_then_shutdown
+    if callable(release):
+        def sample_then_release(worker_id, shutdown=False):
+            it = iterator()
+            if it is None:
+                return None
+            if not shutdown and it._ll_worker_done is not None:
+                it._ll_worker_done(worker_id)
+            return release(it, worker_id, shutdown)
+
+        batches._mark_worker_as_unavailable = sample_then_release
+    batches._ll_hooked = True
+
+
+def _unhook_pass(batches):
+    try:
+        batches._ll_end = batches._ll_worker_done = None
     except (AttributeError, TypeError):
         pass
 
@@ -167,6 +213,13 @@ class _WorkerInit:
         self.prefix = prefix
         self.sample = sample
         self.timeout = timeout
+
+    def __getstate__(self):
+        # Pickled in main for a spawned worker, which starts with a fresh package: a recorder
+        # that left main's last wait unanswered is not waited for in every new worker again.
+        state = dict(self.__dict__)
+        state["sample"] = self.sample and not _markers.unanswered()
+        return state
 
     def __call__(self, worker_id):
         if self.prefix:

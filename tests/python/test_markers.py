@@ -59,7 +59,7 @@ def silent_recorder(fresh_state, tmp_path):
 
 
 def test_without_a_recorder_nothing_is_written_and_nothing_waits(fresh_state, tmp_path):
-    os.chdir(tmp_path)
+    fresh_state.chdir(tmp_path)
     assert loaderlens.active() is False
     assert loaderlens.mark("hello") is False
     assert loaderlens.epoch_start(0) is False
@@ -132,11 +132,43 @@ def test_threads_and_forked_processes_write_whole_lines(loaderlens_bin, tmp_path
     assert len(texts) == len(expected) + 1 and "child done" in texts
 
 
+def test_a_child_forked_while_the_lock_is_held_still_marks(loaderlens_bin, tmp_path):
+    # The package holds its lock around every write; a fork while another thread holds it
+    # copies it held. The child must get a fresh one (os.register_at_fork), or its first marker
+    # would wait forever: here the alarm ends it, and the test fails.
+    p, db = record(loaderlens_bin, tmp_path, """
+        import os, signal, loaderlens
+        from loaderlens import _markers
+        assert loaderlens.mark("parent before the fork")
+        _markers._lock.acquire()  # as another thread would hold it; the child never releases
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)
+            os._exit(0 if loaderlens.mark("child after the fork", wait=True) else 1)
+        _markers._lock.release()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        assert loaderlens.mark("parent after the fork", wait=True)
+    """)
+    assert p.returncode == 0, p.stderr
+    assert markers_of(db) == ["parent before the fork", "child after the fork",
+                              "parent after the fork"]
+
+
+def test_a_long_marker_is_cut_at_a_character(silent_recorder):
+    markers, _ = silent_recorder
+    assert loaderlens.mark("é" * 5000) is True
+    line = markers.read_bytes()
+    assert len(line) <= 4096 and line.endswith(b"\n")
+    text = line.decode("utf-8")  # raises on a split character
+    assert set(text.split(" ", 1)[1].strip()) == {"é"}
+
+
 def test_a_recorder_that_never_answers_is_waited_for_once(silent_recorder):
     markers, sampled = silent_recorder
     with pytest.warns(RuntimeWarning, match="did not acknowledge"):
         assert loaderlens.mark("first", wait=True, timeout=0.05) is False
-    unanswered = _markers._current().unanswered
+    unanswered = _markers._channel.unanswered
     assert unanswered is not None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning, and no wait

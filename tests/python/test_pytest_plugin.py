@@ -174,3 +174,20 @@ def test_recordings_go_to_loaderlens_dir(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert [p.name for p in kept.glob("*.db")] == ["case_plain.py_test_within_budget.db"]
     assert kept_recording(done.stdout) == kept / "case_plain.py_test_within_budget.db"
+
+
+def test_markers_it_cannot_honour_are_errors_and_skips_stay_skips(tmp_path):
+    (tmp_path / "work").mkdir()
+    # Relative to where pytest started, though the test's fixture changed directory.
+    (tmp_path / "work" / "budget.toml").write_text('[[process]]\nrole = "main"\nrss = "64GiB"\n')
+    done, _ = run_pytest(tmp_path, "case_refusals.py")
+    seen = outcomes(done)
+    assert seen.get("test_method") == "ERROR", done.stdout[-3000:]
+    assert "unittest.TestCase methods) are not recorded" in done.stdout
+    assert seen.get("test_relative_budget_after_chdir") == "PASSED", done.stdout[-3000:]
+    assert re.search(r"^SKIPPED .*skipped before loaderlens is asked", done.stdout, re.M)
+    # A skipped test is skipped even where no loaderlens command could check it.
+    done, _ = run_pytest(tmp_path, "case_refusals.py", "-k", "skipped",
+                         env={"LOADERLENS_BIN": str(tmp_path / "no-such-loaderlens")})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert re.search(r"^SKIPPED ", done.stdout, re.M) and "ERROR" not in done.stdout

@@ -97,12 +97,30 @@ def test_the_environment_is_restored(tmp_path, monkeypatch):
     with loaderlens.recording(path, ready_timeout=10):
         assert os.environ["LOADERLENS_MARKERS"] == f"{path}.markers"
         assert os.environ["LOADERLENS_SAMPLED"] == f"{path}.sampled"
-        assert "LOADERLENS_MARKERS_FD" not in os.environ
+        # The inner files as descriptors too (as `record` hands a command its files), never
+        # the outer ones.
+        fd, device, inode = map(int, os.environ["LOADERLENS_MARKERS_FD"].split(":"))
+        st = os.stat(f"{path}.markers")
+        assert (os.fstat(fd).st_ino, device, inode) == (st.st_ino, st.st_dev, st.st_ino)
         assert loaderlens.mark("inner", wait=True)
     assert os.environ["LOADERLENS_MARKERS"] == str(outer)
     assert os.environ["LOADERLENS_MARKERS_FD"] == "99:1:2"
     assert "LOADERLENS_SAMPLED" not in os.environ
     assert outer.read_text() == ""
+
+
+def test_recordings_stopped_out_of_order_leave_the_environment_as_it_was(tmp_path, monkeypatch):
+    for name in SIDE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with loaderlens.recording(tmp_path / "outer.db") as outer:
+        with loaderlens.recording(tmp_path / "inner.db"):
+            outer.stop()  # the outer one ends first
+            assert os.environ["LOADERLENS_MARKERS"] == f"{tmp_path / 'inner.db'}.markers"
+            assert loaderlens.mark("inner", wait=True)
+        outer.stop()  # again: nothing more, no second error
+    assert not any(name in os.environ for name in SIDE_VARIABLES)
+    assert loaderlens.mark("after both") is False
+    assert not (tmp_path / "outer.db.markers").exists()  # never made again by name
 
 
 def test_the_environment_is_restored_when_the_block_raises(tmp_path):

@@ -21,6 +21,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "jobs", "tracked_epochs.py")
+ITERABLE_JOB = os.path.join(HERE, "jobs", "iterable_epochs.py")
 RUNS = 10
 EPOCHS = 2
 WORKERS = 3
@@ -57,28 +58,34 @@ def busy_cores():
 
 
 def epoch_end_readings(db, job):
-    """For each epoch end the job saw, each of its workers: (pid, recorded comm, time of its
-    first PSS reading at or after the end marker and before its exit, or None)."""
+    """For each epoch the job saw, each of its workers: (pid, recorded comm, time of its first PSS
+    reading at or after the moment its figures were due and before its exit, or None). Due: the
+    epoch's end marker, or the marker `worker W done in epoch E` if that came first (a worker
+    whose IterableDataset shard ended early is told to exit before the pass ends)."""
     found = []
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        def marker_ms(text):
+            row = c.execute("SELECT MIN(t_ms) FROM markers WHERE text = ?", (text,)).fetchone()
+            return row[0]
+
         for epoch in job["epochs"]:
-            row = c.execute("SELECT t_ms FROM markers WHERE text = ?",
-                            (f"epoch {epoch['epoch']} end",)).fetchone()
-            assert row is not None, f"no end marker for epoch {epoch['epoch']}"
-            end_ms = row[0]
+            end_ms = marker_ms(f"epoch {epoch['epoch']} end")
+            assert end_ms is not None, f"no end marker for epoch {epoch['epoch']}"
             for worker, pid in sorted(epoch["workers"].items()):
+                done_ms = marker_ms(f"worker {worker} done in epoch {epoch['epoch']}")
+                due_ms = min(end_ms, done_ms) if done_ms is not None else end_ms
                 process = c.execute(
                     "SELECT id, comm, exit_ms FROM processes WHERE pid = ? AND birth_ms <= ? "
-                    "AND (exit_ms IS NULL OR exit_ms >= ?)", (pid, end_ms, end_ms)).fetchone()
+                    "AND (exit_ms IS NULL OR exit_ms >= ?)", (pid, due_ms, due_ms)).fetchone()
                 reading = None
                 if process is not None:
                     reading = c.execute(
                         "SELECT MIN(t_ms) FROM rollup_samples WHERE process_id = ? AND t_ms >= ? "
                         "AND pss_kb IS NOT NULL AND (? IS NULL OR t_ms <= ?)",
-                        (process[0], end_ms, process[2], process[2])).fetchone()[0]
+                        (process[0], due_ms, process[2], process[2])).fetchone()[0]
                 found.append({"epoch": epoch["epoch"], "worker": int(worker), "pid": pid,
                               "comm": process[1] if process else None, "reading_ms": reading,
-                              "end_ms": end_ms})
+                              "due_ms": due_ms})
     return found
 
 
@@ -136,6 +143,27 @@ def test_without_a_recorder_the_same_script_runs_unchanged(dataset, tmp_path):
     assert [e["batches"] for e in job["epochs"]] == [job["len"]] * EPOCHS
     assert all(e["names"] == {"0": "loader-w0", "1": "loader-w1"} for e in job["epochs"])
     assert sorted(x.name for x in tmp_path.iterdir()) == ["bare.json"]  # no marker file made
+
+
+def test_loaders_of_unknown_or_wrong_length_are_sampled_before_their_workers_exit(tmp_path):
+    # An IterableDataset with uneven shards: PyTorch tells the worker whose shard ended to exit
+    # at once; without __len__, or with one that overestimates, the pass also ends before any
+    # count says so. Persistent workers: one iterator for every epoch, hooked once.
+    out = tmp_path / "iterable.json"
+    p = subprocess.run([sys.executable, ITERABLE_JOB, str(out)], env=job_environment(),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    result = json.loads(out.read_text())
+    for name in ("unknown_length", "estimated_length", "persistent"):
+        case = result[name]
+        assert all(sorted(e["workers"]) == ["0", "1"] for e in case["epochs"]), case
+        readings = epoch_end_readings(case["recording"], case)
+        assert [r["reading_ms"] is not None for r in readings] == [True] * len(readings), \
+            (name, readings)
+    assert result["persistent"]["hooked_once"] is True
+    # The DataLoader's own attributes show through (its timeout is 0, the wrapper's wait 5 s).
+    assert result["attributes"] == {"timeout": 0, "batch_size": 4, "copied_len": 2,
+                                    "loader_is": True, "next_epoch": 2}
 
 
 def test_epochs_continue_when_the_loader_is_wrapped_again(monkeypatch):
