@@ -39,6 +39,8 @@ def mark(text, wait=False, timeout=DEFAULT_TIMEOUT):
     True when the marker was written (and, with ``wait``, sampled); False without a recorder.
     Safe from threads and from forked processes (a DataLoader worker may call it).
     """
+    if not _markers.markers_variable_set():  # no recorder: return at once
+        return False
     stamp = _markers.write_marker(text)
     if stamp is None:
         return False
