@@ -241,3 +241,16 @@ def test_python_dash_m_runs_the_command(loaderlens_bin, tmp_path):
     assert done.returncode == 127
     assert done.stderr == f"loaderlens: LOADERLENS_BIN='{tmp_path / 'none'}' is not an " \
         "executable file\n"
+
+
+def test_every_keyword_the_package_knows_is_one_check_takes():
+    # The keywords mirror check's budget keys (cli/budget_file.cpp); a key renamed or removed
+    # there must fail here, not in front of a user whose marker check refuses.
+    rules = {"forbid": ["copy_on_read"], "max_severity": "critical", "warmup": "1s",
+             "warmup_epochs": 1, "mem_limit": "8GiB", "skip_unavailable": True,
+             "growth_role": "worker", "files": {"*.npy": {f: "1GiB" for f in _budget.FILE_FIGURES}}}
+    rules.update({key: "1GiB" for key in _budget.SCHEDULER_KEYS})
+    for selection in ("main", "worker", "helper", "workers", "worker0"):
+        rules.update({f"{selection}_{figure}": "1GiB" for figure in _budget.PROCESS_FIGURES})
+    rules.update({f"growth_{figure}": "1GiB" for figure in _budget.GROWTH_FIGURES})
+    validate(**rules)  # raises with check's line for a key it does not take
