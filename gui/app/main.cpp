@@ -8,6 +8,7 @@
 #include <cstring>
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 
 int main(int argc, char** argv) {
     // Without a display: a screenshot renders offscreen unless a platform was chosen.
@@ -15,10 +16,9 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[i], "--screenshot") == 0 &&
             qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
             qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
-    QApplication::setApplicationName("loaderlens-gui");
-    QApplication::setOrganizationName("loaderlens");
-    QApplication::setApplicationVersion(LOADERLENS_VERSION);
+    QCoreApplication::setApplicationName("loaderlens-gui");
+    QCoreApplication::setOrganizationName("loaderlens");
+    QCoreApplication::setApplicationVersion(LOADERLENS_VERSION);
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -35,6 +35,27 @@ int main(int argc, char** argv) {
                             "NAME", "overview");
     QCommandLineOption size("size", "With --screenshot: the window's size.", "WxH", "1600x1000");
     parser.addOptions({screenshot, view, size});
+    // --help, --version and a mistyped option need no display (a login node, an ssh session),
+    // but a QApplication aborts without one (exit 134): they are answered before it exists. The
+    // arguments are parsed again after it: it takes Qt's own (-platform, -style) out of them.
+    QStringList raw;
+    for (int i = 0; i < argc; ++i)
+        raw << QString::fromLocal8Bit(argv[i]);
+    const bool parsed_raw = parser.parse(raw);
+    const bool display = !qEnvironmentVariableIsEmpty("DISPLAY") ||
+                         !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
+                         !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") ||
+                         raw.contains("-platform") || raw.contains("--platform");
+    if (!parsed_raw && !display) {
+        std::fprintf(stderr, "loaderlens-gui: %s\n", parser.errorText().toLocal8Bit().constData());
+        return 2;
+    }
+    if (parsed_raw && (parser.isSet("help") || parser.isSet("version"))) {
+        QCoreApplication no_display(argc, argv);
+        if (parser.isSet("help")) parser.showHelp(0);
+        parser.showVersion();
+    }
+    QApplication app(argc, argv);
     if (!parser.parse(QApplication::arguments())) {
         std::fprintf(stderr, "loaderlens-gui: %s\n", parser.errorText().toLocal8Bit().constData());
         return 2;
