@@ -2,11 +2,13 @@
 // loaderlens: thin glue between the command line and core/.
 #include "commands.hpp"
 #include "dash_arguments.hpp"
+#include "did_you_mean.hpp"
 #include "fd_output_buffer.hpp"
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/own_memory.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -44,6 +46,47 @@ std::string word_holding(const std::vector<std::string>& words, const std::strin
             word.ends_with(extra.substr(1)))
             return word;
     return extra;
+}
+
+// `loaderlens reprot run.db`: CLI11 says only "A subcommand is required".
+std::string no_command_message(const CLI::App& app, const std::vector<std::string>& words) {
+    std::vector<std::string> names;
+    std::string list;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        names.push_back(sub->get_name());
+        list += (list.empty() ? "" : ", ") + sub->get_name();
+    }
+    const auto typed = std::find_if(words.begin(), words.end(),
+                                    [](const std::string& w) { return !w.starts_with('-'); });
+    if (typed == words.end()) return "a command is needed: " + list + " (loaderlens --help)";
+    const auto near = loaderlens::cli::closest_name(*typed, names);
+    return "'" + *typed + "' is not a command" + (near ? " (did you mean '" + *near + "'?)" : "") +
+           "; the commands: " + list + " (loaderlens --help)";
+}
+
+// `loaderlens report --jsno run.db`: the option of that command nearest to what was typed.
+std::string near_option(const CLI::App& app, const std::vector<std::string>& extras) {
+    const CLI::App* command = &app;
+    while (!command->get_subcommands().empty())
+        command = command->get_subcommands().front();
+    std::vector<std::string> names;
+    // Its own options and those of its option groups (CLI11 keeps a group as a nameless App).
+    std::vector<const CLI::App*> owners{command};
+    for (std::size_t i = 0; i < owners.size(); ++i) {
+        for (const CLI::Option* option : owners[i]->get_options())
+            for (const std::string& name : option->get_lnames())
+                names.push_back(name);
+        for (const CLI::App* group :
+             owners[i]->get_subcommands([](const CLI::App* a) { return a->get_name().empty(); }))
+            owners.push_back(group);
+    }
+    for (const std::string& extra : extras) {
+        if (!extra.starts_with("--")) continue;
+        const std::string typed = extra.substr(2, extra.find('=') - 2);
+        if (auto near = loaderlens::cli::closest_name(typed, names))
+            return " (did you mean --" + *near + "?)";
+    }
+    return "";
 }
 
 int run(int argc, char** argv) {
@@ -91,7 +134,14 @@ int run(int argc, char** argv) {
                             ")");
                 return exit_bad_input;
             }
+        if (app.get_subcommands().empty()) {
+            print_error(no_command_message(app, split.own));
+            return exit_bad_input;
+        }
         print_error(e.what());
+        return exit_bad_input;
+    } catch (const CLI::ExtrasError& e) {
+        print_error(e.what() + near_option(app, app.remaining(true)));
         return exit_bad_input;
     } catch (const CLI::ParseError& e) {
         print_error(e.what());

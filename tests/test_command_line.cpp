@@ -139,4 +139,29 @@ BOOST_AUTO_TEST_CASE(dashes_where_nothing_is_expected) {
     BOOST_TEST(std::count(result.err.begin(), result.err.end(), '\n') == 1, result.err);
 }
 
+// A typo in a command or an option: one line, exit 2, naming what was meant (issue 30); a word
+// far from every name gets the list, never a guess.
+BOOST_AUTO_TEST_CASE(typos_get_what_was_meant) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"reprot", "run.db"}, "'reprot' is not a command (did you mean 'report'?)"},
+        {{"chekc", "run.db"}, "(did you mean 'check'?)"},
+        {{"report", "--jsno", "run.db"}, "--jsno (did you mean --json?)"},
+        {{"record", "--outptu", "x.db", "--", "true"}, "(did you mean --output?)"},
+        // An option of an option group (the reference loader's, under replay and check replay).
+        {{"check", "replay", "--workerz", "2", "d.npy"}, "(did you mean --workers?)"},
+        {{"frobnicate"}, "'frobnicate' is not a command; the commands: record, report"},
+        {{}, "a command is needed: record, report"}};
+    for (const auto& [words, wanted] : cases) {
+        std::vector<std::string> argv{cli_path()};
+        argv.insert(argv.end(), words.begin(), words.end());
+        RunResult result = run(argv);
+        BOOST_TEST(result.exit_code == 2, result.err);
+        BOOST_TEST(std::count(result.err.begin(), result.err.end(), '\n') == 1, result.err);
+        BOOST_TEST(result.err.find(wanted) != std::string::npos, result.err << " lacks " << wanted);
+    }
+    RunResult far = run({cli_path(), "report", "--zzzzzzzz", "run.db"});
+    BOOST_TEST(far.exit_code == 2);
+    BOOST_TEST(far.err.find("did you mean") == std::string::npos, far.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
