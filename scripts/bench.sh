@@ -30,7 +30,7 @@
 # Needs about 1.3 GiB of free memory and disk for the generated files (removed at the end), and
 # ~2 GiB of memory for the 64-worker fleet's page tables.
 #
-# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|epoch-end|recorder-memory|python-markers]
+# Usage: bash scripts/bench.sh [--only sampler|fleet|loader|residency|reading|gui|epoch-end|recorder-memory|python-markers]
 #                              [sampler bench arguments...]
 #
 # Exit status: non-zero when something broke (build, setup, a measurement missing). A missed
