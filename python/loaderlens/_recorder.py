@@ -282,18 +282,13 @@ def validate(budget=None, **rules):
     names and types here, values (sizes, durations, finding kinds) by check itself, which reads
     the budget before it opens the recording."""
     cli = find_cli()
-    scratch = tempfile.mkdtemp(prefix="loaderlens-validate-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="loaderlens-validate-") as scratch:
         missing = os.path.join(scratch, "no-recording.db")
         for path, generated in _budget_files(budget, rules,
                                              os.path.join(scratch, "rules.toml")):
             done = _run([cli, "check", "--budget", path, missing], _CHECK_TIMEOUT)
             if done.returncode == 2 and missing not in last_line(done.stderr):
                 raise _budget_error(done.stderr, path, generated)
-    finally:
-        for name in os.listdir(scratch):
-            os.unlink(os.path.join(scratch, name))
-        os.rmdir(scratch)
 
 
 @contextlib.contextmanager

@@ -69,12 +69,14 @@ def _marker_rules(item):
 
 
 def _free_path(directory, nodeid):
+    from ._recorder import _TAKEN_SUFFIXES  # the names recording() refuses to write over
+
     os.makedirs(directory, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._")[:120] or "test"
     for n in range(10000):
         path = os.path.join(directory, f"{stem}.db" if n == 0 else f"{stem}-{n}.db")
         if not any(os.path.lexists(path + suffix)
-                   for suffix in ("", "-wal", "-shm", "-journal", ".markers", ".sampled")):
+                   for suffix in _TAKEN_SUFFIXES):
             return os.path.abspath(path)
     raise RuntimeError(f"loaderlens: no free recording name for {nodeid} in {directory}")
 
