@@ -3,6 +3,7 @@
 // own under other tools (smem, vmtouch, `loaderlens record -- loaderlens load ...`).
 #include "commands.hpp"
 #include "loader_options.hpp"
+#include "loaderlens/format_version.hpp"
 #include "loaderlens/units.hpp"
 
 #include <cstdlib>
@@ -42,7 +43,8 @@ void print_summary_text(const probes::LoaderSummary& s, const probes::LoaderOpti
 }
 
 void print_summary_json(const probes::LoaderSummary& s) {
-    nlohmann::json out{{"dataset", s.dataset.path},
+    nlohmann::json out{{"format_version", format_version::load},
+                       {"dataset", s.dataset.path},
                        {"description", s.dataset.description},
                        {"records", s.dataset.record_count},
                        {"record_bytes", s.dataset.record_bytes},

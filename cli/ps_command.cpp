@@ -2,6 +2,7 @@
 // `loaderlens ps`: the processes one could record (`record --pid`), with the likely data-loader
 // mains and their workers marked (docs/ps.md). Standard output is checked by main().
 #include "commands.hpp"
+#include "loaderlens/format_version.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/process_list.hpp"
 
@@ -171,7 +172,9 @@ int run_ps(const PsOptions& o) {
         nlohmann::json list = nlohmann::json::array();
         for (const ListedProcess& p : processes)
             if (shown(p)) list.push_back(process_json(p));
-        const nlohmann::json out{{"cpu_interval_ms", *interval_us / 1000}, {"processes", list}};
+        const nlohmann::json out{{"format_version", format_version::ps},
+                                 {"cpu_interval_ms", *interval_us / 1000},
+                                 {"processes", list}};
         std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         return exit_ok;
     }

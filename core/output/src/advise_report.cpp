@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "loaderlens/advise_report.hpp"
 
+#include "loaderlens/format_version.hpp"
 #include "loaderlens/units.hpp"
 
 #include <algorithm>
@@ -243,7 +244,8 @@ std::string render_advise_json(const AdviseRun& run) {
     json recommendation = pick(run.recommendation);
     if (run.recommendation.row)
         recommendation["command"] = replay_command_for(run, run.rows[*run.recommendation.row]);
-    const json out{{"dataset", run.dataset},
+    const json out{{"format_version", format_version::advise},
+                   {"dataset", run.dataset},
                    {"dataset_description", run.dataset_description},
                    {"dataset_bytes", run.dataset_bytes},
                    {"limit_kib", run.limit_kb},

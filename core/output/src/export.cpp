@@ -2,6 +2,7 @@
 #include "loaderlens/export.hpp"
 
 #include "json_util.hpp"
+#include "loaderlens/format_version.hpp"
 #include "loaderlens/merged_report.hpp"
 #include "loaderlens/report.hpp"
 #include "loaderlens/series.hpp"
@@ -28,6 +29,11 @@ std::string csv_quote(const std::string& text) {
     return out + "\"";
 }
 
+// A sample's Unix time in ns (the recording's start + its t_ms), empty when meta has no start.
+std::string unix_ns_text(const std::optional<std::int64_t>& start, std::int64_t t_ms) {
+    return start ? std::to_string(saturating_add(*start, saturating_mul(t_ms, 1'000'000))) : "";
+}
+
 using ProcessIndex = std::unordered_map<std::int64_t, ProcessInfo>;
 
 ProcessIndex index_processes(const RecordingData& data) {
@@ -49,17 +55,19 @@ std::string csv_identity(const ProcessIndex& processes, std::int64_t process_id)
 
 class CsvWriter {
   public:
-    CsvWriter(const RecordingData& data, std::ostream& out) : out_(out) {
+    CsvWriter(const RecordingData& data, std::ostream& out)
+        : out_(out), start_unix_ns_(json_util::start_unix_ns(data.meta)) {
         processes_ = index_processes(data);
         for (const ObjectInfo& o : data.objects)
             objects_.emplace(o.id, o);
-        out_ << "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n";
+        // unix_ns is the last column, so readers by name and by position both still work.
+        out_ << "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib,unix_ns\n";
     }
     void row(std::int64_t t_ms, const char* source, std::int64_t process_id,
              const std::string& object, const char* metric, const Kib& v) {
-        out_ << fmt::format("{:.3f},{},{},{},{},{}\n", static_cast<double>(t_ms) / 1000.0, source,
-                            csv_identity(processes_, process_id), csv_quote(object), metric,
-                            v ? std::to_string(*v) : "");
+        out_ << fmt::format("{:.3f},{},{},{},{},{},{}\n", static_cast<double>(t_ms) / 1000.0,
+                            source, csv_identity(processes_, process_id), csv_quote(object), metric,
+                            v ? std::to_string(*v) : "", unix_ns_text(start_unix_ns_, t_ms));
     }
     std::string object_name(std::int64_t id) const {
         auto it = objects_.find(id);
@@ -69,6 +77,7 @@ class CsvWriter {
 
   private:
     std::ostream& out_;
+    std::optional<std::int64_t> start_unix_ns_;
     ProcessIndex processes_;
     std::unordered_map<std::int64_t, ObjectInfo> objects_;
 };
@@ -174,7 +183,9 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
     const ProcessIndex processes = index_processes(data);
     const auto& cache = data.cache_residency;
     const auto& mapped = data.mapped_residency;
-    out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages\n";
+    const auto start = json_util::start_unix_ns(data.meta);
+    out << "t_s,file,series,process_id,pid,role,slot,generation,bucket,first_byte,bytes,pages,"
+           "unix_ns\n";
     auto rows = [&](std::int64_t t, std::int64_t file_id, const char* series,
                     std::int64_t process_id, const BucketCounts& buckets) {
         auto f = files.find(file_id);
@@ -183,11 +194,13 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
         const std::string prefix =
             fmt::format("{:.3f},{},{},{}", static_cast<double>(t) / 1000.0,
                         csv_quote(f->second->path), series, csv_identity(processes, process_id));
+        const std::string unix_ns = unix_ns_text(start, t);
         const std::int64_t page = f->second->page_size;
         for (int b = 0; b < static_cast<int>(buckets.size()) && b < layout.count; ++b)
-            out << fmt::format(
-                "{},{},{},{},{}\n", prefix, b, saturating_mul(layout.first_page(b), page),
-                saturating_mul(layout.pages_in(b), page), buckets[static_cast<std::size_t>(b)]);
+            out << fmt::format("{},{},{},{},{},{}\n", prefix, b,
+                               saturating_mul(layout.first_page(b), page),
+                               saturating_mul(layout.pages_in(b), page),
+                               buckets[static_cast<std::size_t>(b)], unix_ns);
     };
     for (const auto& [t, c] : cache) {
         rows(t, c.file_id, "cached", 0, c.buckets);
@@ -200,6 +213,10 @@ void export_residency_csv(const Recording& recording, std::ostream& out) {
 void export_json(const Recording& recording, std::ostream& out) {
     json j;
     const RecordingData data = recording.read_all();
+    j["format_version"] = format_version::export_json;
+    // Unix time of t_ms 0: a point's Unix time is started_unix_ns + t_ms * 1e6 (docs/outputs.md).
+    const auto started = json_util::start_unix_ns(data.meta);
+    j["started_unix_ns"] = started ? json(*started) : json(nullptr);
     j["meta"] = data.meta;
     if (!data.parts.empty()) { // a merged recording: its inputs (docs/merge.md)
         json& parts = j["parts"] = json::array();

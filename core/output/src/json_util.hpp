@@ -5,7 +5,10 @@
 #include "loaderlens/recording.hpp"
 #include "loaderlens/types.hpp"
 
+#include <charconv>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace loaderlens::json_util {
@@ -15,6 +18,20 @@ namespace loaderlens::json_util {
 inline nlohmann::json loader_config(const std::string& text) {
     if (text.empty()) return nullptr;
     return nlohmann::json::parse(text, nullptr, false);
+}
+
+// The wall-clock start of the recording's time axis (meta start_unix_ns; of a merged recording the
+// earliest part's start, where its job axis begins): nullopt when meta has none or it is no number.
+// Every t_ms of the recording is a CLOCK_BOOTTIME offset from that start, so a sample's Unix time
+// is start + t_ms * 1e6 (docs/outputs.md says why that is as exact as the recording knows).
+inline std::optional<std::int64_t> start_unix_ns(const std::map<std::string, std::string>& meta) {
+    auto it = meta.find("start_unix_ns");
+    if (it == meta.end() || it->second.empty()) return std::nullopt;
+    std::int64_t value = 0;
+    const char* end = it->second.data() + it->second.size();
+    auto [ptr, ec] = std::from_chars(it->second.data(), end, value);
+    if (ec != std::errc() || ptr != end) return std::nullopt;
+    return value;
 }
 
 // An unavailable figure is null, never 0.

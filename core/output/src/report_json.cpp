@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "diagnosis_json.hpp"
 #include "json_util.hpp"
+#include "loaderlens/format_version.hpp"
 #include "loaderlens/report.hpp"
 #include "merged_json.hpp"
 #include "report_format.hpp"
@@ -76,7 +77,11 @@ json process_json(const ProcessSummary& p, const RecordingEnd& end) {
 
 std::string render_report_json(const ReportData& r) {
     json out;
+    out["format_version"] = format_version::report;
     out["recording"] = r.path;
+    // Unix time of t_ms 0: every *_ms / t_ms below is an offset from it (docs/report-json.md).
+    const auto started = json_util::start_unix_ns(r.meta);
+    out["started_unix_ns"] = started ? json(*started) : json(nullptr);
     out["meta"] = r.meta;
     out["finished"] = r.finished;
     out["being_written"] = r.end.state == RecordingEnd::State::being_written;
