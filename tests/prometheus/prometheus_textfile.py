@@ -19,8 +19,10 @@ not installed; with LOADERLENS_STRICT=1 (CI) prints "LOADERLENS-MISSING: reason"
 exits 1 instead. LOADERLENS_PROMETHEUS_KEEP=1 keeps the temporary directory.
 """
 
+import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -41,6 +43,7 @@ TOOLS = ["prometheus", "prometheus-node-exporter"]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.dont_write_bytecode = True  # no __pycache__ in tests/
 from script_harness import check, free_port, log, poll, precondition_missing, run_script  # noqa: E402
+import grafana_dashboard  # noqa: E402
 
 class Run:
     """The temporary directory and every process started in it."""
@@ -53,6 +56,7 @@ class Run:
         self.procs = {}  # name -> Popen (each in a session of its own)
         self.lines = []  # the recorder's stdout (the workload's progress lines)
         self.exporter_port, self.prometheus_port = free_port(), free_port()
+        self.export = ExportServer()
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
@@ -90,6 +94,20 @@ class Run:
             raise RuntimeError(f"query {expr}: {status} {body[:300]}")
         return reply["data"]["result"]
 
+    def query_range(self, expr, start, end):
+        status, body = self.api("/api/v1/query_range", query=expr, start=f"{start:.3f}",
+                                end=f"{end:.3f}", step="1")
+        reply = json.loads(body)
+        if status != 200 or reply.get("status") != "success":
+            raise RuntimeError(f"query_range {expr}: {status} {body[:300]}")
+        return reply["data"]["result"]
+
+    def label_values(self, label, selector, start, end):
+        """What Grafana's label_values(SELECTOR, LABEL) asks for."""
+        status, body = self.api(f"/api/v1/label/{label}/values", **{
+            "match[]": selector, "start": f"{start:.3f}", "end": f"{end:.3f}"})
+        return json.loads(body)["data"]
+
     def ready(self):
         try:
             return self.api("/-/ready")[0] == 200
@@ -117,6 +135,7 @@ class Run:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 log(f"      {name} (pid {p.pid}) did not exit after SIGKILL")
+        self.export.shutdown()
         if os.environ.get("LOADERLENS_PROMETHEUS_KEEP") == "1":
             log(f"      kept {self.tmp}")
         else:
@@ -129,6 +148,32 @@ class Run:
                 with open(path, errors="replace") as f:
                     tail = f.read()[-2000:]
                 log(f"----- {name}.log (end)\n{tail}")
+
+
+class ExportServer(http.server.ThreadingHTTPServer):
+    """Serves `loaderlens export --format openmetrics` once set (503 before): the findings are in
+    the export only, and the dashboard has a panel for them. Prometheus scrapes it as job
+    loaderlens_export."""
+
+    def __init__(self):
+        self.body = None
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(handler):  # noqa: N805
+                body = self.body
+                handler.send_response(200 if body else 503)
+                handler.send_header("Content-Type", "application/openmetrics-text; "
+                                    "version=1.0.0; charset=utf-8")
+                handler.send_header("Content-Length", str(len(body or b"")))
+                handler.end_headers()
+                handler.wfile.write(body or b"")
+
+            def log_message(handler, *args):  # noqa: N805
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.port = self.server_address[1]
+        threading.Thread(target=self.serve_forever, daemon=True).start()
 
 
 def value_of(result):
@@ -151,7 +196,9 @@ def body(r):
         f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                 "scrape_configs:\n"
                 "  - job_name: node\n"
-                f"    static_configs: [{{targets: ['127.0.0.1:{r.exporter_port}']}}]\n")
+                f"    static_configs: [{{targets: ['127.0.0.1:{r.exporter_port}']}}]\n"
+                "  - job_name: loaderlens_export\n"
+                f"    static_configs: [{{targets: ['127.0.0.1:{r.export.port}']}}]\n")
     r.spawn("prometheus", ["prometheus", f"--config.file={r.path('prometheus.yml')}",
                            f"--storage.tsdb.path={r.path('tsdb')}",
                            f"--web.listen-address=127.0.0.1:{r.prometheus_port}"])
@@ -159,9 +206,12 @@ def body(r):
     log(f"      node_exporter :{r.exporter_port}, Prometheus :{r.prometheus_port} ready after "
         f"{time.monotonic() - t0:.1f} s")
 
-    env = dict(os.environ, SLURM_JOB_ID=JOB, SLURM_STEP_ID="0")
+    env = dict(os.environ, SLURM_JOB_ID=JOB, SLURM_STEP_ID="0", SLURM_PROCID="0")
     db = r.path("run.db")
-    r.spawn("recorder", [r.loaderlens, "record", "-q", "-o", db, "--metrics-textfile", prom, "--",
+    t_start = time.time()
+    # --mem-limit: the views' limits are series too (the dashboard holds each view against it).
+    r.spawn("recorder", [r.loaderlens, "record", "-q", "-o", db, "--mem-limit", "4GiB",
+                         "--metrics-textfile", prom, "--",
                          r.workload, "--file", data, "--workers", "3", "--anon-mib", "16",
                          "--hold-ms", "60000"], env=env, capture=True)
     poll("the workers to hold their memory (ready 0)", lambda: "ready 0" in r.lines, timeout=30)
@@ -230,6 +280,39 @@ def body(r):
           measured[0][0] is not None
           and (64 + 3 * 16) * 2**20 <= measured[0][0] <= (64 + 3 * 16 + 8) * 2**20,
           f"{measured[0][0]} B")
+    dashboard(r, db, t_start)
+
+
+def dashboard(r, db, t_start):
+    """Every query of the Grafana dashboard, as Grafana sends it, returns data from this run."""
+    t0 = time.monotonic()
+    dash = grafana_dashboard.load()
+    found = grafana_dashboard.problems(dash)
+    if not check("the Grafana dashboard's structure", not found, "; ".join(found)):
+        return
+    # The findings are in the export only: serve it (scraped each second) and wait for it.
+    r.export.body = subprocess.run([r.loaderlens, "export", "--format", "openmetrics", db],
+                                   capture_output=True, check=True).stdout
+    poll("Prometheus to scrape the export",
+         lambda: r.query('loaderlens_recording_info{job="loaderlens_export"}'), timeout=15)
+    end = time.time()
+    start = end - int(end - t_start + 1)  # so the range's last step is `end` (the export's scrape)
+    # Every label variable as "All" (Grafana's allValue .*); each variable's own query listed.
+    values = {v: ".*" for v in grafana_dashboard.label_variables(dash)}
+    for name, selector, label in grafana_dashboard.variable_queries(dash):
+        listed = r.label_values(label, grafana_dashboard.substitute(selector, values), start, end)
+        check(f"variable ${name}: label_values(..., {label}) lists values", listed, str(listed))
+    for where, expr, instant, legend in grafana_dashboard.queries(dash):
+        promql = grafana_dashboard.substitute(expr, values)
+        # A timeseries panel asks for the range (the run, step 1 s), a table or gauge the instant.
+        result = r.query(promql, end) if instant else r.query_range(promql, start, end)
+        # Each label the legend names must be on a series: a misspelt "by (slott)" returns data.
+        missing = [name for name in re.findall(r"\{\{\s*(\w+)\s*\}\}", legend)
+                   if not any(name in series["metric"] for series in result)]
+        check(f"{where}: data from the recording", result and not missing,
+              f"{len(result)} series{', legend labels missing: ' + str(missing) if missing else ''}"
+              f"; {promql}")
+    log(f"      the dashboard's queries: {time.monotonic() - t0:.1f} s")
 
 
 def main():
