@@ -106,7 +106,9 @@ def problems(dash):
         repeat = p.get("repeat")
         if repeat and not any(v.get("name") == repeat and v.get("multi") for v in variables):
             out.append(f"{where}: repeats over '{repeat}', not a multi-value variable")
-    for text in strings({"panels": dash["panels"], "templating": variables}):
+    # A variable's current value ($__all) is a value, not a use: its queries and data source are.
+    uses = [{k: v.get(k) for k in ("query", "definition", "datasource")} for v in variables]
+    for text in strings({"panels": dash["panels"], "templating": uses}):
         for name in used_variables(text) - defined - BUILTIN:
             out.append(f"variable ${name} used (in {text[:80]!r}) but not defined")
     return out

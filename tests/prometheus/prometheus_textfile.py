@@ -11,8 +11,11 @@ and write 16 MiB, then hold still) as SLURM job 4242 step 0 (the variables only:
 asks Prometheus's HTTP API for the job's Σ PSS with PromQL and checks it against the recording
 itself (`loaderlens export --format json` at the tick the scraped textfile came from) to 1%
 (docs/metrics.md). Then ends the workload and checks that Prometheus sees
-loaderlens_recording_live 0. Everything it started is stopped and the directory removed, also when
-a check fails, on SIGTERM, or at the deadline (LOADERLENS_PROMETHEUS_DEADLINE, 120 s).
+loaderlens_recording_live 0; serves the run's OpenMetrics export to Prometheus too, and runs every
+query of the Grafana dashboard (grafana_dashboard.py; LOADERLENS_GRAFANA_DASHBOARD=FILE for
+another file) over the run: each must return data. Everything it started is stopped and the
+directory removed, also when a check fails, on SIGTERM, or at the deadline
+(LOADERLENS_PROMETHEUS_DEADLINE, 120 s).
 
 Skips (prints "LOADERLENS-SKIP: reason", exit 0) when prometheus or prometheus-node-exporter is
 not installed; with LOADERLENS_STRICT=1 (CI) prints "LOADERLENS-MISSING: reason" and
