@@ -4,6 +4,9 @@
 #include "dash_arguments.hpp"
 #include "did_you_mean.hpp"
 #include "fd_output_buffer.hpp"
+#include "help_completion.hpp"
+#include "help_examples.hpp"
+#include "help_format.hpp"
 #include "loaderlens/launcher.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/own_memory.hpp"
@@ -52,7 +55,9 @@ std::string word_holding(const std::vector<std::string>& words, const std::strin
 std::string no_command_message(const CLI::App& app, const std::vector<std::string>& words) {
     std::vector<std::string> names;
     std::string list;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    // Not the hidden ones (completion): no help page names them.
+    for (const CLI::App* sub :
+         app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
         names.push_back(sub->get_name());
         list += (list.empty() ? "" : ", ") + sub->get_name();
     }
@@ -94,6 +99,8 @@ int run(int argc, char** argv) {
     CLI::App app{"loaderlens: the memory of data-loader worker processes, over time", "loaderlens"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string(LOADERLENS_VERSION));
+    // Before the commands: each inherits it, and so every page wraps to the terminal.
+    use_help_formatter(app);
     std::map<CLI::App*, Runner> runners;
     auto add = [&](Runner (*adder)(CLI::App&)) {
         Runner runner = adder(app);
@@ -110,6 +117,8 @@ int run(int argc, char** argv) {
     add(add_check);
     add(add_merge);
     add(add_advise);
+    add(add_completion);
+    attach_examples(app);
     const DashSplit split = split_at_dashes(std::vector<std::string>(argv + 1, argv + argc));
     try {
         assign_after_dashes(app, split);
