@@ -302,9 +302,22 @@ def dashboard(r, db, t_start):
     start = end - int(end - t_start + 1)  # so the range's last step is `end` (the export's scrape)
     # Every label variable as "All" (Grafana's allValue .*); each variable's own query listed.
     values = {v: ".*" for v in grafana_dashboard.label_variables(dash)}
+    listed = {}
     for name, selector, label in grafana_dashboard.variable_queries(dash):
-        listed = r.label_values(label, grafana_dashboard.substitute(selector, values), start, end)
-        check(f"variable ${name}: label_values(..., {label}) lists values", listed, str(listed))
+        listed[name] = r.label_values(label, grafana_dashboard.substitute(selector, values),
+                                      start, end)
+        check(f"variable ${name}: label_values(..., {label}) lists values", listed[name],
+              str(listed[name]))
+    # A repeated panel is drawn once per value its menu lists: each of them must show something
+    # (the limit may be absent: a cgroup without one).
+    for p in grafana_dashboard.all_panels(dash):
+        var = p.get("repeat")
+        for value in listed.get(var, []) if var else []:
+            one = dict(values, **{var: re.escape(value)})
+            counts = [len(r.query_range(grafana_dashboard.substitute(t["expr"], one), start, end))
+                      for t in p["targets"]]
+            check(f"panel {p['id']} repeated for {var}={value}: data", any(counts),
+                  "series per target: " + str(counts))
     for where, expr, instant, legend in grafana_dashboard.queries(dash):
         promql = grafana_dashboard.substitute(expr, values)
         # A timeseries panel asks for the range (the run, step 1 s), a table or gauge the instant.
