@@ -144,6 +144,24 @@ def body(o):
               rows and list(rows[0].keys())[-1] == "unix_ns")
         check_times(f"export --format {fmt}", rows, t0, t1, started)
 
+    # A recording cut by SIGKILL (recorder and workload, its session) once the workload held its
+    # memory: the report's `cut` object and the processes' ends as such a report has them.
+    cut = o.path("cut.db")
+    p = subprocess.Popen([cli, "record", "-q", "-o", cut, "--", o.workload, "--file", data,
+                          "--workers", "1", "--anon-mib", "2", "--hold-ms", "60000"],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("ready"):
+                break
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+    cut_report = validate("report", "report --json (cut by SIGKILL)",
+                          run([cli, "report", "--json", cut]))
+    check("the killed recording's report has a cut object (the schema saw one)",
+          isinstance(cut_report["cut"], dict), str(cut_report["cut"]))
+
     # Two replays as two nodes of one SLURM job, their merge, one part of it.
     dataset = o.path("d.npy")
     run([cli, "mkdata", "npy", "--count", "512", "--shape", "64x64", dataset])
