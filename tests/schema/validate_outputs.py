@@ -166,12 +166,14 @@ def body(o):
     dataset = o.path("d.npy")
     run([cli, "mkdata", "npy", "--count", "512", "--shape", "64x64", dataset])
     parts = []
+    t0 = time.time_ns()
     for node, workers, epochs in (("n1", "2", "2"), ("n2", "1", "1")):
         parts.append(o.path(node + ".db"))
         env = {"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0",
                "SLURMD_NODENAME": node}
         run([cli, "replay", "-q", "-o", parts[-1], "--workers", workers, "--epochs", epochs,
              "--mem-limit", "2GiB", dataset], env=env)
+    t1 = time.time_ns()
     job = o.path("job.db")
     run([cli, "merge", "-q", *parts, "-o", job])
     replay = validate("report", "report --json (replay: loader, residency)",
@@ -180,8 +182,17 @@ def body(o):
           "loader" in replay and replay["residency"])
     merged = validate("report", "report --json (merged)", run([cli, "report", "--json", job]))
     check("the merged report has its parts", merged["merged"] and len(merged["merged"]["parts"]) == 2)
-    validate("report", "report --json --part n1 (merged)",
-             run([cli, "report", "--json", "--part", "n1", job]))
+    # A merged recording's axis starts at its earliest part; one part's report is on its own.
+    starts = {p["name"]: p["start_unix_ns"] for p in merged["merged"]["parts"]}
+    check("the merged report's started_unix_ns is its earliest part's start",
+          merged["started_unix_ns"] == min(starts.values()), f"{merged['started_unix_ns']}, {starts}")
+    for name in ("n1", "n2"):
+        part = validate("report", f"report --json --part {name} (merged)",
+                        run([cli, "report", "--json", "--part", name, job]))
+        check(f"report --part {name}: started_unix_ns is that part's start",
+              part["started_unix_ns"] == starts.get(name))
+    rows = list(csv.DictReader(io.StringIO(run([cli, "export", "--format", "csv", job]))))
+    check_times("export --format csv (merged)", rows, t0, t1, merged["started_unix_ns"])
     validate("export", "export --format json (replay)",
              run([cli, "export", "--format", "json", parts[0]]))
     validate("export", "export --format json (merged)", run([cli, "export", "--format", "json", job]))
