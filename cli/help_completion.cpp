@@ -67,6 +67,10 @@ void collect_options(const CLI::App& app, Command& command) {
             names.push_back("--" + name);
         for (const std::string& name : option->get_snames())
             names.push_back("-" + name);
+        // Each option group has its own --help.
+        if (std::find(command.options.begin(), command.options.end(), names.front()) !=
+            command.options.end())
+            continue;
         command.options.insert(command.options.end(), names.begin(), names.end());
         if (option->get_type_size() == 0) continue;
         command.valued.insert(command.valued.end(), names.begin(), names.end());
@@ -182,7 +186,7 @@ Runner add_completion(CLI::App& app) {
     sub->add_option("shell", *shell, "The shell (bash)")
         ->required()
         ->check(CLI::IsMember({"bash"}));
-    return [&app] {
+    return [&app, shell] {
         std::cout << bash_completion(app);
         return exit_ok;
     };

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+# One man page from a command's --help (cmake -P; the rules are in cmake/manpages.cmake):
+#   -DPROGRAM=build/cli/loaderlens -DSUBCOMMAND="record" -DPAGE=loaderlens-record -DVERSION=0.1.0
+#   -DHELP2MAN=/usr/bin/help2man -DOUTPUT=DIR/loaderlens-record.1 [-DEXAMPLES="a;b"] [-DSEE_ALSO="x;y"]
+# help2man fills the "Examples:" block of --help into one paragraph, so the examples are given
+# to it again as lines (an include file's [=EXAMPLES]), with the text after them.
+cmake_minimum_required(VERSION 3.25)
+
+separate_arguments(command_words UNIX_COMMAND "${SUBCOMMAND}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env COLUMNS=80 ${PROGRAM} ${command_words} --help
+                OUTPUT_VARIABLE help RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} ${SUBCOMMAND} --help: exit ${status}")
+endif()
+
+# roff: a line may not start with '.' or '\'', and a backslash is an escape.
+function(roff_line text out)
+  string(REPLACE "\\" "\\e" text "${text}")
+  # A real minus, so that a copied example works.
+  string(REPLACE "-" "\\-" text "${text}")
+  if(text MATCHES "^[.']")
+    set(text "\\&${text}")
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# The NAME line: the description, the help's lines before "Usage:".
+string(REGEX REPLACE "\nUsage:.*" "" description "${help}")
+string(REGEX REPLACE "[ \n]+" " " description "${description}")
+string(REGEX REPLACE "^loaderlens: " "" description "${description}")
+
+string(REPLACE ";" "\\;" help "${help}")
+string(REPLACE "\n" ";" lines "${help}")
+set(state before)
+set(examples "")
+set(after "")
+foreach(line IN LISTS lines)
+  if(state STREQUAL "before" AND line MATCHES "^Examples?:$")
+    set(state examples)
+  elseif(state STREQUAL "examples" AND line MATCHES "^  +(.*)$")
+    roff_line("${CMAKE_MATCH_1}" text)
+    string(APPEND examples "${text}\n")
+  elseif(state STREQUAL "examples" OR state STREQUAL "after")
+    set(state after)
+    if(line STREQUAL "")
+      string(APPEND after ".PP\n")
+    else()
+      roff_line("${line}" text)
+      string(APPEND after "${text}\n")
+    endif()
+  endif()
+endforeach()
+foreach(example IN LISTS EXAMPLES)
+  roff_line("${example}" text)
+  string(APPEND examples "${text}\n")
+endforeach()
+
+set(include "")
+if(NOT examples STREQUAL "")
+  string(APPEND include "[=EXAMPLES]\n.nf\n.RS\n${examples}.RE\n.fi\n${after}\n")
+endif()
+if(SEE_ALSO)
+  list(TRANSFORM SEE_ALSO APPEND " (1)")
+  list(TRANSFORM SEE_ALSO PREPEND ".BR ")
+  list(JOIN SEE_ALSO ",\n" see_also)
+  string(APPEND include "[SEE ALSO]\n${see_also}\n")
+endif()
+file(WRITE "${OUTPUT}.h2m" "${include}")
+
+if(SUBCOMMAND STREQUAL "")
+  set(help_option "--help")
+else()
+  set(help_option "${SUBCOMMAND} --help")
+endif()
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env COLUMNS=80 ${HELP2MAN} --no-info --no-discard-stderr
+          "--help-option=${help_option}" "--version-string=${PAGE} ${VERSION}"
+          "--name=${description}" "--include=${OUTPUT}.h2m" --section=1
+          "--manual=loaderlens manual" "--source=loaderlens ${VERSION}" "--output=${OUTPUT}"
+          ${PROGRAM}
+  RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "help2man for ${PAGE}: exit ${status}")
+endif()
+file(REMOVE "${OUTPUT}.h2m")
