@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Runs the shell blocks of README.md (and docs/tutorial.md) as written.
+"""Runs the shell blocks of README.md (and docs/tutorial.md) as written, and checks their links.
 
 Every fenced block whose info string is sh, bash or shell is run with `bash -e -o pipefail`, the
 blocks of one file in order in one fresh temporary directory (a later block may use what an
@@ -14,7 +14,8 @@ and is printed with that reason. `<!-- readme-test: needs: torch -->` runs the b
 Debian's python3-torch imports; without it the rest of that file is skipped with a
 `LOADERLENS-SKIP:` line (ctest: Skipped); under LOADERLENS_STRICT=1 that is a failure
 (`LOADERLENS-MISSING:`), as for the C++ preconditions (docs/testing.md).
-A file without a single block to run fails too: a test that runs nothing proves nothing.
+A file without a single block to run fails too: a test that runs nothing proves nothing. So does a
+relative link ([text](path), pictures too) to a file that does not exist.
 
 Usage: readme_commands.py --cli-dir DIR [--gui-dir DIR] --python-dir DIR FILE...
 """
@@ -58,6 +59,24 @@ def blocks(path):
         yield start, info, (directive.groups() if directive else None), "\n".join(body) + "\n"
         previous = ""
         i += 1
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def broken_links(path):
+    """Relative links ([text](target), images too) whose file does not exist: a page moved or
+    renamed leaves the README pointing nowhere."""
+    base = os.path.dirname(os.path.abspath(path))
+    broken = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                    continue
+                if not os.path.exists(os.path.join(base, target.split("#")[0])):
+                    broken.append(f"{os.path.basename(path)}:{number}: {target}")
+    return broken
 
 
 def torch_imports(env):
@@ -134,13 +153,16 @@ def main():
 
     total_failures, skips = 0, []
     for path in args.files:
+        for link in broken_links(path):
+            print(f"FAILED  {link}: no such file")
+            total_failures += 1
         ran, failures, lacking = run_file(path, env)
         total_failures += failures
         if lacking:
             skips.append(lacking)
     strict = os.environ.get("LOADERLENS_STRICT") == "1"
     if total_failures:
-        print(f"readme: {total_failures} block(s) failed")
+        print(f"readme: {total_failures} failure(s): blocks that failed, links to nothing")
     # A skip is printed only when nothing failed: ctest's SKIP_REGULAR_EXPRESSION wins over the
     # exit status, and a skip must never hide a failure (docs/testing.md, "Skips").
     for reason in skips:
