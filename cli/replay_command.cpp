@@ -11,6 +11,7 @@
 #include "loaderlens/report.hpp"
 #include "output_name.hpp"
 #include "record_command.hpp"
+#include "terminal_layout.hpp"
 
 #include <filesystem>
 #include <iostream>
@@ -80,7 +81,7 @@ ReplayRecording record_replay(const LoaderFlags& flags, RecordOptions& record) {
 
 namespace {
 
-int run_replay(const LoaderFlags& flags, RecordOptions& record) {
+int run_replay(const LoaderFlags& flags, RecordOptions& record, const LayoutOptions& layout) {
     const ReplayRecording replayed = record_replay(flags, record);
     if (replayed.early_exit) return *replayed.early_exit;
     const RecordResult& result = replayed.result;
@@ -91,7 +92,8 @@ int run_replay(const LoaderFlags& flags, RecordOptions& record) {
     // which says where it was cut; the run then fails, whatever the loader did.
     const int failed = result.exit_code == exit_ok ? exit_internal : result.exit_code;
     try {
-        std::cout << render_report_text(build_report(Recording(*closed->output)));
+        std::cout << render_report_text(build_report(Recording(*closed->output)),
+                                        terminal_layout(layout));
         std::cout.flush();
     } catch (const std::exception& e) {
         print_error(*closed->output + ": no report: " + e.what());
@@ -107,6 +109,7 @@ Runner add_replay(CLI::App& app) {
     struct Options {
         LoaderFlags flags;
         RecordOptions record;
+        LayoutOptions layout;
     };
     auto o = std::make_shared<Options>();
     o->record.output = default_output_pattern("replay");
@@ -114,8 +117,9 @@ Runner add_replay(CLI::App& app) {
         "replay", "Run the reference loader under the recorder, then print the report");
     add_loader_flags(sub, o->flags);
     add_recording_options(sub, o->record);
+    add_layout_options(sub, o->layout);
     sub->footer("Exit status: the loader's (2 for bad input, 1 if a worker failed).");
-    return [o] { return run_replay(o->flags, o->record); };
+    return [o] { return run_replay(o->flags, o->record, o->layout); };
 }
 
 } // namespace loaderlens::cli

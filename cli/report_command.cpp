@@ -10,6 +10,7 @@
 #include "output_checks.hpp"
 #include "output_file.hpp"
 #include "output_name.hpp"
+#include "terminal_layout.hpp"
 
 #include <iostream>
 #include <unistd.h>
@@ -57,6 +58,7 @@ Runner add_report(CLI::App& app) {
         std::string file;
         bool json = false;
         std::string mem_limit, part, accounting;
+        LayoutOptions layout;
     };
     auto o = std::make_shared<Options>();
     CLI::App* sub =
@@ -73,6 +75,7 @@ Runner add_report(CLI::App& app) {
                     std::string("What the site counts and enforces, before the configuration "
                                 "recorded in the job: ") +
                         accounting_names() + " (docs/slurm.md)");
+    add_layout_options(sub, o->layout);
     return [o] {
         DiagnosisOptions options;
         if (!o->accounting.empty()) {
@@ -110,7 +113,8 @@ Runner add_report(CLI::App& app) {
                 print_error(problem);
                 return exit_bad_input;
             }
-            std::cout << (o->json ? render_report_json(*report) : render_report_text(*report));
+            std::cout << (o->json ? render_report_json(*report)
+                                  : render_report_text(*report, terminal_layout(o->layout)));
             return exit_ok;
         } catch (const RecordingError& e) {
             print_error(e.what());

@@ -35,16 +35,22 @@ void text_against_json(const Outputs& o, Compare& c) {
     const json& r = o.report;
     for (const json& v : r["schedulers"]) {
         const std::string name = v["name"];
-        // The row whose name column (38 wide, after 4 spaces) is the name: "SLURM
-        // jobacct_gather/linux " also starts the UsePss row (first on a UsePss site), and a name
-        // of 38 characters is followed by one space only when the peak takes all 10 of its own.
+        // The row of the full table ("Scheduler views in full") whose next line names the view
+        // in full, after the site's role if any: "      KILLS: SLURM jobacct_gather/linux: ...".
         std::optional<std::string> row;
-        for (const std::string& line : lines)
-            if (line.starts_with("    " + name + " ") &&
-                line.find_first_not_of(' ', 4 + name.size()) >= 4 + 38) {
-                row = line;
+        for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+            const std::string& next = lines[i + 1];
+            if (!lines[i].starts_with("    ") || lines[i].starts_with("      ") ||
+                !next.starts_with("      "))
+                continue;
+            const std::size_t at = next.find(name + ": ");
+            const std::string before = next.substr(6, at == std::string::npos ? 0 : at - 6);
+            if (at != std::string::npos && (before.empty() || before == "KILLS: " ||
+                                            before == "RECORDS: " || before == "if counted: ")) {
+                row = lines[i];
                 break;
             }
+        }
         c.holds(row.has_value(), "report text: no scheduler row for " + name);
         if (!row) continue;
         if (v["peak_kib"].is_null()) {

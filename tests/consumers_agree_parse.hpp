@@ -137,6 +137,7 @@ struct CsvRow {
     Kib value;
 };
 // export --format csv: t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib
+// (and columns appended after those: unix_ns)
 inline std::vector<CsvRow> csv_rows(const std::vector<std::string>& lines) {
     std::vector<CsvRow> out;
     for (std::size_t i = 1; i < lines.size(); ++i) {
@@ -156,7 +157,7 @@ inline std::vector<CsvRow> csv_rows(const std::vector<std::string>& lines) {
                 cells.back() += ch;
             }
         }
-        if (cells.size() != 10) continue;
+        if (cells.size() < 10) continue;
         CsvRow row;
         row.t_ms = std::llround(std::stod(cells[0]) * 1000);
         row.source = cells[1];

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 namespace loaderlens::diagnosis {
 
@@ -30,6 +31,50 @@ void per_process_view(const RecordingData& data, Figure figure, SchedulerView& v
     view.points = std::move(sums.points);
     view.peak = sums.peak;
     view.peak_ms = sums.peak_ms;
+    if (!view.peak) return;
+    // Each lane's share of the peak: its processes' figures at the peak tick, summed.
+    std::map<std::string, SchedulerView::Holder> lanes;
+    std::map<std::int64_t, const ProcessInfo*> by_id;
+    for (const ProcessInfo& p : data.processes)
+        by_id[p.id] = &p;
+    for (const TickTop& held : values_at_tick(data, figure, view.peak_ms)) {
+        const auto found = by_id.find(held.process_id);
+        if (found == by_id.end() || !held.kb) continue;
+        const ProcessInfo* p = found->second;
+        const std::string what = p->role == Role::worker   ? "worker " + std::to_string(p->slot)
+                                 : p->role == Role::helper ? std::string("helpers")
+                                                           : std::string(to_string(p->role));
+        SchedulerView::Holder& lane = lanes[what];
+        lane.what = what;
+        lane.kb = saturating_add(lane.kb.value_or(0), *held.kb);
+        ++lane.processes;
+    }
+    for (auto& [what, lane] : lanes)
+        view.holders.push_back(std::move(lane));
+    std::stable_sort(view.holders.begin(), view.holders.end(),
+                     [](const auto& a, const auto& b) { return *a.kb > *b.kb; });
+}
+
+// What the cgroup held at the view's peak tick, by what memory.stat splits it into.
+void cgroup_holders(const RecordingData& data, const std::string& key, SchedulerView& view) {
+    if (!view.peak) return;
+    const CgroupSample* at_peak = nullptr;
+    for (const auto& [t, c] : data.cgroup)
+        if (t == view.peak_ms) at_peak = &c;
+    if (!at_peak) return;
+    const CgroupSample& c = *at_peak;
+    // v1's total_rss (slurm_cgroup) is the anon part alone; the working set leaves inactive out.
+    const bool anon_only = key == "slurm_cgroup" && c.version != "v2";
+    std::vector<SchedulerView::Holder> parts{{"anon", c.anon}};
+    if (!anon_only) {
+        parts.push_back({"page cache (active)", c.active_file});
+        if (key != "k8s_working_set") parts.push_back({"page cache (inactive)", c.inactive_file});
+        parts.push_back({"shmem", c.shmem});
+    }
+    for (auto& part : parts)
+        if (part.kb && *part.kb > 0) view.holders.push_back(std::move(part));
+    std::stable_sort(view.holders.begin(), view.holders.end(),
+                     [](const auto& a, const auto& b) { return *a.kb > *b.kb; });
 }
 
 template <typename Get> void cgroup_view(const RecordingData& data, Get get, SchedulerView& view) {
@@ -41,6 +86,17 @@ template <typename Get> void cgroup_view(const RecordingData& data, Get get, Sch
             view.peak_ms = t;
         }
     }
+}
+
+std::string short_view_name(const std::string& key, const std::string& cgroup_version) {
+    if (key == "slurm_linux") return "SLURM linux: Σ RSS";
+    if (key == "slurm_usepss") return "SLURM UsePss: Σ PSS";
+    if (key == "slurm_noshared") return "SLURM NoShared: Σ anon";
+    if (key == "slurm_cgroup")
+        return cgroup_version == "v2" ? "SLURM cgroup plugin" : "SLURM cgroup: anon";
+    if (key == "cgroup_usage") return "cgroup usage";
+    if (key == "k8s_working_set") return "Kubernetes working set";
+    return key;
 }
 
 std::int64_t longest_interval(const ReportData* report, const std::string& tier) {
@@ -178,7 +234,9 @@ std::vector<SchedulerView> scheduler_views(const RecordingData& data, const Repo
     for (SchedulerView& view : views) {
         const bool cgroup = view.key == "slurm_cgroup" || view.key == "cgroup_usage" ||
                             view.key == "k8s_working_set";
+        view.short_name = short_view_name(view.key, cgroup_version);
         if (cgroup) {
+            cgroup_holders(data, view.key, view);
             view.interval_ms = cgroup_ms;
             // The recorder runs in the cgroup: its memory is in the figure already.
             view.recorder_kb = std::nullopt;

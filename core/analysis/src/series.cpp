@@ -237,6 +237,18 @@ std::vector<SeriesPoint> direct(const std::vector<Timed<Row>>& rows, const Serie
     return out;
 }
 
+// Rows in time order: `get` sees each one up to the tick (it may keep state), the tick's are kept.
+template <typename Row, typename Get>
+std::vector<TickTop> rows_at_tick(const std::vector<Timed<Row>>& rows, std::int64_t t, Get get) {
+    std::vector<TickTop> out;
+    for (const auto& [row_t, sample] : rows) {
+        if (row_t > t) break;
+        const Kib value = get(sample, row_t);
+        if (row_t == t) out.push_back({sample.process_id, value});
+    }
+    return out;
+}
+
 Kib lower(const Kib& a, const Kib& b) {
     return !a ? b : !b ? a : std::min(*a, *b);
 }
@@ -314,6 +326,19 @@ bool Selector::selects(const ProcessInfo& p) const {
         return p.role == role;
     }
     return false;
+}
+
+std::vector<TickTop> values_at_tick(const RecordingData& data, Figure f, std::int64_t t_ms) {
+    if (source_of(f) == FigureSource::fast)
+        return rows_at_tick(data.fast, t_ms,
+                            [f](const FastSample& s, std::int64_t) { return fast_figure(s, f); });
+    if (source_of(f) == FigureSource::rollup)
+        return rows_at_tick(
+            data.rollup, t_ms,
+            [carry = RollupCarry(f)](const RollupSample& s, std::int64_t t) mutable {
+                return carry.next(t, s).kb;
+            });
+    return {};
 }
 
 Series series(const RecordingData& data, const SeriesQuery& q, std::vector<TickTop>* tops) {

@@ -52,28 +52,29 @@ void append_node_sum(std::string& out, const SchedulerView& v) {
                            n.tasks, n.recorded);
         return;
     }
-    out += fmt::format("      {:<36} {:>10} {:>8} {:>10} {:>10} {:>11}  SLURM holds this sum to "
-                       "the step's limit\n",
-                       fmt::format("Σ over the {} tasks on this node", n.tasks), kib(n.peak),
-                       seconds(n.peak_ms), kib(n.recorders_kb), kib(n.counted_kb),
+    out += fmt::format("    {:<22} {:>10} {:>7} {:>10} {:>10} {:>11}\n",
+                       fmt::format("Σ over {} tasks", n.tasks), kib(n.peak), seconds(n.peak_ms),
+                       kib(n.recorders_kb), kib(n.counted_kb),
                        n.margin_kb ? signed_size_text(n.margin_kb) : std::string("-"));
+    out += fmt::format("      Σ over the {} tasks on this node: SLURM holds this sum to the "
+                       "step's limit\n",
+                       n.tasks);
 }
 
 void append_schedulers(std::string& out, const Diagnosis& d) {
     append_site(out, d);
-    out += d.limit.kb ? fmt::format("  What each scheduler counts (peak), against the limit {} "
-                                    "from {}\n",
-                                    kib(d.limit.kb), d.limit.source)
-                      : "  What each scheduler counts (peak); no limit known: give one with "
-                        "`report --mem-limit SIZE`, or record inside a SLURM job with --mem\n";
+    out += d.limit.kb
+               ? fmt::format("  Against the limit {} from {}\n", kib(d.limit.kb), d.limit.source)
+               : "  No limit known: give one with `report --mem-limit SIZE`, or record "
+                 "inside a SLURM job with --mem\n";
     // COUNTED is what the scheduler holds against the limit (the peak plus the recorder, a
     // process of the step): the figure the margin and the verdict's limit finding are about.
-    out +=
-        fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}\n", "VIEW", "PEAK", "AT",
-                    "+RECORDER", "=COUNTED", "MARGIN", d.site.known() ? "SITE     " : "", "COUNTS");
+    out += fmt::format("    {:<22} {:>10} {:>7} {:>10} {:>10} {:>11}\n", "VIEW", "PEAK", "AT",
+                       "+RECORDER", "=COUNTED", "MARGIN");
     for (const SchedulerView& v : d.schedulers) {
         if (!v.peak) {
-            out += fmt::format("    {:<38} {:>10}  ({})\n", v.name, "n/a", v.unavailable);
+            out += fmt::format("    {:<22} {:>10}  ({})\n      {}\n", v.short_name, "n/a",
+                               v.unavailable, v.name);
             continue;
         }
         const std::string recorder = v.recorder_in_figure ? "included"
@@ -82,12 +83,14 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
         std::string margin = v.margin_kb ? signed_size_text(v.margin_kb) : std::string("-");
         if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
         const std::string role = !d.site.known()              ? ""
-                                 : v.site_role == "enforced"  ? "KILLS    "
-                                 : v.site_role == "accounted" ? "RECORDS  "
-                                                              : "if       ";
-        out += fmt::format("    {:<38} {:>10} {:>8} {:>10} {:>10} {:>11}  {}{}{}\n", v.name,
-                           kib(v.peak), seconds(v.peak_ms), recorder, kib(scheduler_counted_kb(v)),
-                           margin, role, v.counts,
+                                 : v.site_role == "enforced"  ? "KILLS: "
+                                 : v.site_role == "accounted" ? "RECORDS: "
+                                                              : "if counted: ";
+        out +=
+            fmt::format("    {:<22} {:>10} {:>7} {:>10} {:>10} {:>11}\n", v.short_name, kib(v.peak),
+                        seconds(v.peak_ms), recorder, kib(scheduler_counted_kb(v)), margin);
+        // The full name, the site's role and what it sums under the row: the table stays in 80.
+        out += fmt::format("      {}{}: {}{}\n", role, v.name, v.counts,
                            v.samples < 3 ? fmt::format(" (from {} sample{} only)", v.samples,
                                                        v.samples == 1 ? "" : "s")
                                          : std::string());
@@ -165,15 +168,9 @@ Kib highest(const std::vector<Kib>& columns) {
 
 } // namespace
 
-void append_verdict(std::string& out, const ReportData& r) {
-    const Diagnosis& d = r.diagnosis;
-    out += "Verdict (findings, most severe first; evidence under Findings, docs/findings.md)\n";
-    if (d.findings.empty())
-        out += "  nothing found: no rule of docs/findings.md matched this recording\n";
-    for (const Finding& f : d.findings)
-        out += fmt::format("  [{}] {}\n", to_string(f.severity), one_line(f.title));
-    out += "\n";
-    append_schedulers(out, d);
+void append_scheduler_details(std::string& out, const ReportData& r) {
+    out += "Scheduler views in full (peak, when, the recorder's share, what each counts)\n";
+    append_schedulers(out, r.diagnosis);
     out += "\n";
 }
 
@@ -233,7 +230,7 @@ void append_timelines(std::string& out, const ReportData& r) {
     out += "\n";
 }
 
-void append_epochs(std::string& out, const ReportData& r) {
+void append_epochs(std::string& out, const ReportData& r, std::size_t width) {
     const Diagnosis& d = r.diagnosis;
     if (d.epochs.empty()) {
         out += "Epochs: not known (no epoch markers, no worker generations): growth is judged "
@@ -244,10 +241,16 @@ void append_epochs(std::string& out, const ReportData& r) {
     }
     out += fmt::format("Epochs ({}, from {}): each slot's figures at every epoch's end\n",
                        d.epochs.size(), d.epochs_source);
-    // Many epochs: the first three and the last three.
+    // Many epochs: the first and the last ones, as many as the width holds (without a width:
+    // all up to eight, else the first three and the last three).
+    std::size_t columns = 8;
+    if (width > 0) columns = std::clamp<std::size_t>(width > 38 ? (width - 38) / 10 : 2, 2, 8);
+    const std::size_t side =
+        d.epochs.size() <= columns ? d.epochs.size() : std::min<std::size_t>(3, columns / 2);
     std::vector<std::size_t> shown;
     for (std::size_t i = 0; i < d.epochs.size(); ++i)
-        if (d.epochs.size() <= 8 || i < 3 || i + 3 >= d.epochs.size()) shown.push_back(i);
+        if (d.epochs.size() <= columns || i < side || i + side >= d.epochs.size())
+            shown.push_back(i);
     std::string header = fmt::format("  {:<9} {:<14}", "SLOT", "FIGURE");
     for (std::size_t i : shown)
         header += fmt::format(" {:>9}", fmt::format("e{}", d.epochs[i].number));

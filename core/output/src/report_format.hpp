@@ -18,10 +18,17 @@ namespace loaderlens {
 // The residency section (report_residency_text.cpp).
 void append_residency(std::string& out, const ReportData& r);
 // The diagnosis (report_diagnosis_text.cpp).
-void append_verdict(std::string& out, const ReportData& r);
+// The first screen (report_first_screen.cpp): the title, `notices` (how the recording ended),
+// the verdict, the scheduler views with their largest holders, who holds what. Laid out for
+// `width` columns (0: no limit; narrower than 80: for 80).
+void append_first_screen(std::string& out, const ReportData& r, std::size_t width,
+                         const std::string& notices);
+// Every scheduler view in full: peak, when, the recorder's share, what it counts, SLURM's polls.
+void append_scheduler_details(std::string& out, const ReportData& r);
 void append_findings(std::string& out, const ReportData& r);
 void append_timelines(std::string& out, const ReportData& r);
-void append_epochs(std::string& out, const ReportData& r);
+// As many epoch columns as `width` holds (0: up to eight).
+void append_epochs(std::string& out, const ReportData& r, std::size_t width);
 // The whole report of a merged recording (report_merged_text.cpp).
 void append_merged(std::string& out, const ReportData& r);
 } // namespace loaderlens

@@ -2,6 +2,7 @@
 #include "json_util.hpp"
 #include "loaderlens/one_line.hpp"
 #include "loaderlens/report.hpp"
+#include "loaderlens/text_layout.hpp"
 #include "loaderlens/units.hpp"
 #include "report_format.hpp"
 
@@ -130,12 +131,7 @@ void append_header(std::string& out, const ReportData& r) {
                         : r.end.state == RecordingEnd::State::being_written
                             ? "NOT FINISHED (still being written)"
                             : "NOT FINISHED (cut: the recorder stopped without finishing)";
-    out +=
-        fmt::format("loaderlens report: {}{}\n", one_line(r.path),
-                    r.part.empty() ? ""
-                                   : ", part " + r.part +
-                                         " of a merged recording (times on the part's own clock)");
-    append_end(out, r);
+    out += "Recording\n";
     out += fmt::format("  command    {}\n", meta(r, "command"));
     out += fmt::format("  host       {} (Linux {}), started {}, {} recorded, {}", meta(r, "host"),
                        meta(r, "kernel"), start_time(r), seconds(r.duration_ms), state);
@@ -173,13 +169,12 @@ void append_header(std::string& out, const ReportData& r) {
 void append_totals(std::string& out, const ReportData& r) {
     const auto& t = r.totals;
     out += "Tree totals (peak of the sum over all processes of the tree)\n";
-    out += fmt::format("  Σ RSS   {:<26} every resident page, shared pages once per process\n",
-                       peak(t.rss));
-    out += fmt::format("          {:<26} (what SLURM's default jobacct_gather/linux sums)\n", "");
-    out += fmt::format(
-        "  Σ PSS   {:<26} shared pages split among their sharers: the tree's real share\n",
-        peak(t.pss));
-    out += fmt::format("  Σ USS   {:<26} pages private to one process\n", peak(t.uss));
+    // Two columns that fit in 80: the figure's peak, then what it counts.
+    out +=
+        fmt::format("  Σ RSS   {:<22} resident pages, shared ones once per process\n", peak(t.rss));
+    out += fmt::format("          {:<22} (what SLURM's jobacct_gather/linux sums)\n", "");
+    out += fmt::format("  Σ PSS   {:<22} shared pages split among their sharers\n", peak(t.pss));
+    out += fmt::format("  Σ USS   {:<22} pages private to one process\n", peak(t.uss));
     if (t.rollup_unreadable > 0)
         out +=
             fmt::format("          (partial: PSS and USS of {} process{} could not be read and are "
@@ -189,8 +184,8 @@ void append_totals(std::string& out, const ReportData& r) {
                         : t.cgroup_limit   ? "limit " + kib(t.cgroup_limit)
                                            : "limit n/a";
     if (!t.cgroup_version.empty())
-        out += fmt::format("  cgroup  {:<26} {} {} ({}): everything in that cgroup, page cache "
-                           "charged to it included\n",
+        out += fmt::format("  cgroup  {:<22} everything charged to it, page cache too\n"
+                           "          {} {} ({})\n",
                            peak(t.cgroup_usage), t.cgroup_version, one_line(t.cgroup_path), limit);
     else
         out += "  cgroup  n/a (no readable memory cgroup: see Unavailable)\n";
@@ -233,7 +228,36 @@ std::string final_pss(const ProcessSummary& p) {
                        static_cast<double>(p.final_pss_age_ms) / 1000.0);
 }
 
-void append_processes(std::string& out, const ReportData& r) {
+// A terminal narrower than the wide table: each process on two lines, the peaks first.
+void append_processes_narrow(std::string& out, const ReportData& r) {
+    out += "Processes (peak of each figure; then the finals: ANON, FILE, SHMEM split the final "
+           "RSS; a final PSS kept from an earlier reading shows how old it is, (0.4s))\n";
+    out += fmt::format("  {:>3} {:>7} {:<16} {:<11} {:>8} {:>8} {:>8}\n", "ID", "PID", "ROLE",
+                       "LIFETIME", "RSS", "PSS", "USS");
+    const bool cut = r.end.state == RecordingEnd::State::cut;
+    for (const auto& p : r.processes) {
+        const auto& i = p.info;
+        std::string life = fmt::format(
+            "{:.1f}-{}", static_cast<double>(std::max<std::int64_t>(0, i.birth_ms)) / 1000.0,
+            i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
+                      : std::string(cut ? "cut" : "end"));
+        out += fmt::format("  {:>3} {:>7} {:<16} {:<11} {:>8} {:>8} {:>8}\n", i.id, i.key.pid,
+                           process_label(i), life, short_kib(p.rss.value), short_kib(p.pss.value),
+                           short_kib(p.uss.value));
+        out += fmt::format("      final RSS {} PSS {} USS {}; ANON {} FILE {} SHMEM {}; {} [{}]\n",
+                           short_kib(p.final_rss), final_pss(p), short_kib(p.final_uss),
+                           short_kib(p.final_anon), short_kib(p.final_file),
+                           short_kib(p.final_shmem), i.comm, exit_text(p, r));
+    }
+    out += "\n";
+}
+
+void append_processes(std::string& out, const ReportData& r, std::size_t width) {
+    // The wide table takes 130 columns and more.
+    if (width > 0 && width < 150) {
+        append_processes_narrow(out, r);
+        return;
+    }
     out += "Processes (peak / final of each figure; ANON, FILE, SHMEM split the final RSS; a final "
            "PSS kept from an earlier reading shows how old it is, (0.4s))\n";
     out += fmt::format("  {:>3} {:>7} {:<17} {:<13} {:^17} {:^23} {:^17}\n", "", "", "", "", "RSS",
@@ -349,11 +373,9 @@ void append_loader(std::string& out, const ReportData& r) {
                                    : "unknown";
     out += fmt::format("  status    {}{}\n", status,
                        run.message.empty() ? "" : ": " + one_line(run.message));
-    out += "    EPOCH  GEN     START  DURATION   SAMPLES  BATCHES  SAMPLES/S     MiB/s        "
-           "READ\n";
+    out += "    EPOCH GEN    START DURATION SAMPLES BATCHES SAMPLES/S   MiB/s       READ\n";
     for (const LoaderEpoch& e : run.epochs) {
-        out += fmt::format("    {:>5}  {:>3}  {:>8}  {:>8}  {:>8}  {:>7}  {:>9.0f}  {:>8.1f}  "
-                           "{:>10}\n",
+        out += fmt::format("    {:>5} {:>3} {:>8} {:>8} {:>7} {:>7} {:>9.0f} {:>7.1f} {:>10}\n",
                            e.epoch, e.generation, seconds(e.start_ms),
                            seconds(saturating_sub(e.end_ms, e.start_ms)), e.samples, e.batches,
                            e.samples_per_second(), e.mib_per_second(), bytes(e.bytes_read));
@@ -387,23 +409,32 @@ void append_rest(std::string& out, const ReportData& r) {
 } // namespace
 
 std::string render_report_text(const ReportData& r) {
+    return render_report_text(r, TextLayout{});
+}
+
+std::string render_report_text(const ReportData& r, const TextLayout& layout) {
     std::string out;
     if (r.merged) {
         append_merged(out, r);
-        return out;
+    } else {
+        // How the recording ended, when it did not finish, and a lost -wal: under the title.
+        std::string notices;
+        append_end(notices, r);
+        append_first_screen(out, r, layout.width, notices);
+        append_header(out, r);
+        append_scheduler_details(out, r);
+        append_totals(out, r);
+        append_timelines(out, r);
+        append_epochs(out, r, layout.width);
+        append_findings(out, r);
+        append_processes(out, r, layout.width);
+        append_files(out, r);
+        append_residency(out, r);
+        append_loader(out, r);
+        append_rest(out, r);
     }
-    append_header(out, r);
-    append_verdict(out, r);
-    append_totals(out, r);
-    append_timelines(out, r);
-    append_epochs(out, r);
-    append_findings(out, r);
-    append_processes(out, r);
-    append_files(out, r);
-    append_residency(out, r);
-    append_loader(out, r);
-    append_rest(out, r);
-    return out;
+    out = fit_to_width(out, layout.width);
+    return layout.color ? colorize_report(out) : out;
 }
 
 } // namespace loaderlens

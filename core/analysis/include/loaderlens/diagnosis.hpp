@@ -32,18 +32,27 @@ struct MemoryLimit {
 
 // One way of counting the tree's memory, as a scheduler or the kernel does (kernel-notes.md).
 struct SchedulerView {
-    std::string key;      // stable: slurm_linux, slurm_usepss, slurm_noshared, slurm_cgroup,
-                          // cgroup_usage, k8s_working_set
-    std::string name;     // "SLURM jobacct_gather/linux"
-    std::string counts;   // what it sums, in a few words
-    std::string source;   // the recorded figures it is computed from
-    std::string at_limit; // what happens when the figure reaches the limit
+    std::string key;        // stable: slurm_linux, slurm_usepss, slurm_noshared, slurm_cgroup,
+                            // cgroup_usage, k8s_working_set
+    std::string name;       // "SLURM jobacct_gather/linux"
+    std::string counts;     // what it sums, in a few words
+    std::string source;     // the recorded figures it is computed from
+    std::string at_limit;   // what happens when the figure reaches the limit
+    std::string short_name; // "SLURM linux: Σ RSS", for a narrow table (the report's first screen)
     std::vector<SeriesPoint> points; // every tick of the tier it comes from
     Kib peak;
     std::int64_t peak_ms = 0;
     // The process that held the most of it at the peak tick (per-process views only).
     std::optional<std::int64_t> peak_process_id;
     Kib peak_process_kb;
+    // Who held it at the peak tick, the largest first: main, each worker slot, helpers (per-process
+    // views: the lane's sum at that tick), or the cgroup's anon, file and shmem (cgroup views).
+    struct Holder {
+        std::string what; // "main", "worker 3", "helpers", "anon", "page cache (active)"...
+        Kib kb;
+        int processes = 0; // per-process views: how many processes of the lane held a value
+    };
+    std::vector<Holder> holders;
     std::int64_t interval_ms =
         0;           // the longest interval its tier ran at: shorter spikes can be missed
     int samples = 0; // ticks with a value: a peak of one or two says little

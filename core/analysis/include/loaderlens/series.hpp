@@ -103,6 +103,9 @@ struct TickTop {
 };
 Series series(const RecordingData& data, const SeriesQuery& query,
               std::vector<TickTop>* tops = nullptr);
+// Each process's figure at one tick of its tier, as series() counts it there (the same carry of
+// rollup readings): who held what at a peak. An unavailable figure has an empty kb.
+std::vector<TickTop> values_at_tick(const RecordingData& data, Figure figure, std::int64_t t_ms);
 
 // The processes that make some tick of Σ PSS or Σ USS partial: noted unreadable by the rollup
 // tier, never read by it, and alive at a rollup tick after the note; or with a rollup row that

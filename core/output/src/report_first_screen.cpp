@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// The report's first screen: in 24 lines of 80 columns, what the run was, the verdict, what each
+// scheduler counts against the limit with who held the most of it at its peak, and who holds what
+// at the peak of the figure the verdict is about. The rest of the report follows it.
+#include "loaderlens/figure_text.hpp"
+#include "loaderlens/one_line.hpp"
+#include "loaderlens/text_layout.hpp"
+#include "report_format.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace loaderlens {
+
+namespace {
+
+using report_format::kib;
+using report_format::seconds;
+
+// The lines a terminal of 24 shows; the first screen must answer within them.
+constexpr std::size_t screen_lines = 24;
+// Its layout is made for 80 columns; a wider terminal gets longer verdict lines.
+constexpr std::size_t narrowest = 80;
+
+std::size_t line_count(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::string run_line(const ReportData& r) {
+    int workers = 0;
+    std::int64_t slots = 0, generations = 0;
+    bool helpers = false;
+    for (const auto& p : r.processes) {
+        if (p.info.role == Role::worker) {
+            ++workers;
+            slots = std::max(slots, std::int64_t{p.info.slot} + 1);
+            generations = std::max(generations, std::int64_t{p.info.generation} + 1);
+        }
+        helpers = helpers || p.info.role == Role::helper;
+    }
+    std::string state = r.finished ? "finished"
+                        : r.end.state == RecordingEnd::State::being_written
+                            ? "still being written"
+                            : "cut (the recorder stopped without finishing)";
+    if (auto it = r.meta.find("exit_status"); it != r.meta.end())
+        state += ", exit " + one_line(it->second);
+    std::string tree = workers == 0
+                           ? "no worker seen"
+                           : fmt::format("{} worker slot{} ({} worker{} in {} generation{})", slots,
+                                         slots == 1 ? "" : "s", workers, workers == 1 ? "" : "s",
+                                         generations, generations == 1 ? "" : "s");
+    return fmt::format("  {}, {}: main + {}{}\n", seconds(r.duration_ms), state, tree,
+                       helpers ? " + helpers" : "");
+}
+
+// The findings' titles, most severe first, within `budget` lines: each whole (wrapped) while they
+// fit, then how many more the Findings section has; a first one too long alone is shortened.
+std::string verdict_lines(const Diagnosis& d, std::size_t width, std::size_t budget) {
+    if (d.findings.empty())
+        return "  nothing found: no rule of docs/findings.md matched this recording\n";
+    std::string lines;
+    std::size_t used = 0, shown = 0;
+    for (const Finding& f : d.findings) {
+        const std::string tag = fmt::format("  [{}] ", to_string(f.severity));
+        const std::string title = fit_to_width(tag + one_line(f.title) + "\n", width);
+        const std::size_t more = d.findings.size() - shown - 1; // after this one
+        if (used + line_count(title) + (more > 0 ? 1 : 0) <= budget) {
+            lines += title;
+            used += line_count(title);
+            ++shown;
+            continue;
+        }
+        if (shown == 0) {
+            lines += tag + abbreviate_middle(one_line(f.title), width - display_width(tag)) + "\n";
+            ++shown;
+        }
+        break;
+    }
+    if (shown < d.findings.size())
+        lines += fmt::format("  ... and {} more under Findings below\n", d.findings.size() - shown);
+    return lines;
+}
+
+std::string largest(const SchedulerView& v) {
+    if (v.holders.empty() || !v.holders.front().kb) return "";
+    const SchedulerView::Holder& h = v.holders.front();
+    return h.what + " " + kib(h.kb);
+}
+
+std::string views_table(const Diagnosis& d) {
+    std::string out;
+    const bool site = d.site.known();
+    out += d.limit.kb ? fmt::format("What each scheduler counts at its peak, against {} ({})\n",
+                                    kib(d.limit.kb), d.limit.source)
+                      : "What each scheduler counts at its peak; no limit known "
+                        "(report --mem-limit SIZE)\n";
+    out += fmt::format("  {}{:<22} {:>10} {:>11}  {}\n", site ? "SITE    " : "", "VIEW", "COUNTED",
+                       "MARGIN", "LARGEST AT THE PEAK");
+    for (const SchedulerView& v : d.schedulers) {
+        const std::string role = !site                        ? ""
+                                 : v.site_role == "enforced"  ? "KILLS   "
+                                 : v.site_role == "accounted" ? "RECORDS "
+                                                              : "if      ";
+        if (!v.peak) {
+            out +=
+                fmt::format("  {}{:<22} {:>10}  ({})\n", role, v.short_name, "n/a", v.unavailable);
+            continue;
+        }
+        const Kib margin = v.judged_margin_kb();
+        std::string margin_text = margin ? signed_size_text(margin) : std::string("-");
+        if (margin && *margin < 0) margin_text += "!";
+        out += fmt::format("  {}{:<22} {:>10} {:>11}  {}\n", role, v.short_name,
+                           kib(v.judged_counted_kb()), margin_text, largest(v));
+    }
+    return out;
+}
+
+// The view whose holders the first screen opens: the site's own figure when it is per process,
+// else Σ PSS (the tree's real share), else Σ RSS.
+const SchedulerView* holders_view(const Diagnosis& d) {
+    if (d.site.known())
+        if (const SchedulerView* v = d.view(d.site.view);
+            v && v->holders.size() > 0 && !v->key.starts_with("cgroup") &&
+            v->key != "k8s_working_set" && v->key != "slurm_cgroup")
+            return v;
+    for (const char* key : {"slurm_usepss", "slurm_linux"})
+        if (const SchedulerView* v = d.view(key); v && !v->holders.empty()) return v;
+    return nullptr;
+}
+
+std::string holders_lines(const ReportData& r, std::size_t width) {
+    std::string out;
+    if (const SchedulerView* v = holders_view(r.diagnosis)) {
+        out += fmt::format("Who holds what at the peak of {} ({})\n", v->short_name,
+                           seconds(v->peak_ms));
+        std::string list;
+        for (const SchedulerView::Holder& h : v->holders)
+            list += (list.empty() ? "" : ", ") + h.what + " " + kib(h.kb);
+        out += fit_to_width("  " + list + "\n", width);
+    }
+    // The files that hold the most, by the peak of their Σ RSS: libraries and files of less than
+    // a twentieth of the tree's Σ RSS left out.
+    const std::int64_t tree_rss = r.totals.rss.value.value_or(0);
+    std::vector<const FileSummary*> files;
+    for (const FileSummary& f : r.files)
+        if (!is_shared_library(f.object.path) && f.total_rss.value &&
+            saturating_mul(*f.total_rss.value, 20) >= tree_rss)
+            files.push_back(&f);
+    std::stable_sort(files.begin(), files.end(), [](const FileSummary* a, const FileSummary* b) {
+        return *a->total_rss.value > *b->total_rss.value;
+    });
+    for (std::size_t i = 0; i < files.size() && i < 2; ++i) {
+        const FileSummary& f = *files[i];
+        const std::string figures =
+            fmt::format(": Σ RSS {}, Σ PSS {}", kib(f.total_rss.value), kib(f.total_pss.value));
+        const std::size_t room =
+            width > display_width(figures) + 9 ? width - display_width(figures) - 9 : 20;
+        out += "  file " + abbreviate_middle(one_line(f.object.path), room) + figures + "\n";
+    }
+    return out;
+}
+
+} // namespace
+
+void append_first_screen(std::string& out, const ReportData& r, std::size_t width,
+                         const std::string& notices) {
+    const std::size_t columns = width == 0 ? 0 : std::max(width, narrowest);
+    const std::size_t fitted = columns == 0 ? 1000 : columns;
+    std::string head = "loaderlens report: " + one_line(r.path) +
+                       (r.part.empty() ? ""
+                                       : ", part " + r.part +
+                                             " of a merged recording (times on the part's own "
+                                             "clock)");
+    if (columns) head = abbreviate_middle(head, columns);
+    head += "\n" + fit_to_width(notices, columns) + run_line(r) + "\n";
+    const std::string views = fit_to_width(views_table(r.diagnosis), columns);
+    const std::string holders = holders_lines(r, fitted);
+    // Verdict heading, blank lines between the blocks, and the blank line after the screen.
+    const std::size_t fixed =
+        line_count(head) + 1 + 1 + line_count(views) + 1 + line_count(holders) + 1;
+    const std::size_t budget = fixed + 2 < screen_lines ? screen_lines - fixed : 2;
+    out += head;
+    out += "Verdict (most severe first; evidence under Findings below, docs/findings.md)\n";
+    out += verdict_lines(r.diagnosis, fitted, budget);
+    out += "\n" + views + "\n" + holders + "\n";
+}
+
+} // namespace loaderlens
