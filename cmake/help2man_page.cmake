@@ -26,6 +26,11 @@ endfunction()
 
 # The NAME line: the description, the help's lines before "Usage:".
 string(REGEX REPLACE "\nUsage:.*" "" description "${help}")
+# Qt's pages (loaderlens-gui) put it after the usage line instead.
+if(description MATCHES "^Usage:")
+  string(REGEX REPLACE "^Usage:[^\n]*\n" "" description "${help}")
+  string(REGEX REPLACE "\n\n.*" "" description "${description}")
+endif()
 string(REGEX REPLACE "[ \n]+" " " description "${description}")
 string(REGEX REPLACE "^loaderlens: " "" description "${description}")
 
@@ -63,7 +68,7 @@ if(SEE_ALSO)
   list(TRANSFORM SEE_ALSO APPEND " (1)")
   list(TRANSFORM SEE_ALSO PREPEND ".BR ")
   list(JOIN SEE_ALSO ",\n" see_also)
-  string(APPEND include "[SEE ALSO]\n${see_also}\n")
+  string(APPEND include "[SEE ALSO]\n.nh\n${see_also}\n")
 endif()
 file(WRITE "${OUTPUT}.h2m" "${include}")
 

@@ -19,8 +19,13 @@ endif()
 
 # loaderlens_man_page(PAGE PROGRAM_TARGET SUBCOMMAND COMPONENT [EXAMPLES...])
 function(loaderlens_man_page page target subcommand component)
-  set(see_also ${loaderlens_all_pages})
-  list(REMOVE_ITEM see_also ${page})
+  # The overview names every page; each other page names the overview.
+  if(page STREQUAL "loaderlens")
+    set(see_also ${loaderlens_all_pages})
+    list(REMOVE_ITEM see_also ${page})
+  else()
+    set(see_also loaderlens)
+  endif()
   set(output ${loaderlens_man_dir}/${page}.1)
   add_custom_command(
     OUTPUT ${output} ${output}.gz
