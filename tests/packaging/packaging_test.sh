@@ -135,6 +135,8 @@ if [ "$gui" = ON ]; then
   depends loaderlens-gui | grep -qF "loaderlens (= $deb_version)" || fail "loaderlens-gui: loaderlens (= $deb_version) not in Depends"
   depends loaderlens-gui | grep -q libqt6widgets6 || fail "loaderlens-gui: libqt6widgets6 not in Depends"
   grep -qx /usr/bin/loaderlens-gui "$work/loaderlens-gui.contents" || fail "loaderlens-gui: no /usr/bin/loaderlens-gui"
+  grep -qE '^/usr/share/man/man1/loaderlens-gui\.1(\.gz)?$' "$work/loaderlens-gui.contents" ||
+    fail "loaderlens-gui: no man page loaderlens-gui(1)"
 fi
 for f in /usr/bin/loaderlens /usr/share/loaderlens/grafana/loaderlens-dashboard.json \
   /usr/share/doc/loaderlens/examples/budgets/example.toml /usr/share/doc/loaderlens/docs/testing.md \
