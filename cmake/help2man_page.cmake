@@ -66,9 +66,10 @@ if(NOT examples STREQUAL "")
 endif()
 if(SEE_ALSO)
   list(TRANSFORM SEE_ALSO APPEND " (1)")
-  list(TRANSFORM SEE_ALSO PREPEND ".BR ")
+  # \% : no line break at the hyphen of a name.
+  list(TRANSFORM SEE_ALSO PREPEND ".BR \\%")
   list(JOIN SEE_ALSO ",\n" see_also)
-  string(APPEND include "[SEE ALSO]\n.nh\n${see_also}\n")
+  string(APPEND include "[SEE ALSO]\n${see_also}\n")
 endif()
 file(WRITE "${OUTPUT}.h2m" "${include}")
 
