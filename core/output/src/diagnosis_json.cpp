@@ -41,6 +41,9 @@ json node_json(const SchedulerView& v) {
 }
 
 json view_json(const SchedulerView& v) {
+    json holders = json::array();
+    for (const SchedulerView::Holder& h : v.holders)
+        holders.push_back({{"what", h.what}, {"kib", optional(h.kb)}, {"processes", h.processes}});
     json points = json::array();
     for (const SeriesPoint& p : v.points)
         points.push_back({p.t_ms, optional(p.value), p.partial});
@@ -53,6 +56,7 @@ json view_json(const SchedulerView& v) {
             {"peak_ms", v.peak ? json(v.peak_ms) : json(nullptr)},
             {"peak_process_id", optional(v.peak_process_id)},
             {"peak_process_kib", optional(v.peak_process_kb)},
+            {"holders", std::move(holders)}, // the text report's first screen has them too
             {"interval_ms", v.interval_ms},
             {"samples", v.samples},
             {"recorder_kib", optional(v.recorder_kb)},
