@@ -72,9 +72,13 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
     out += fmt::format("    {:<22} {:>10} {:>7} {:>10} {:>10} {:>11}\n", "VIEW", "PEAK", "AT",
                        "+RECORDER", "=COUNTED", "MARGIN");
     for (const SchedulerView& v : d.schedulers) {
+        const std::string role = !d.site.known()              ? ""
+                                 : v.site_role == "enforced"  ? "KILLS: "
+                                 : v.site_role == "accounted" ? "RECORDS: "
+                                                              : "if counted: ";
         if (!v.peak) {
-            out += fmt::format("    {:<22} {:>10}  ({})\n      {}\n", v.short_name, "n/a",
-                               v.unavailable, v.name);
+            out += fmt::format("    {:<22} {:>10}  ({})\n      {}{}: {}\n", v.short_name, "n/a",
+                               v.unavailable, role, v.name, v.counts);
             continue;
         }
         const std::string recorder = v.recorder_in_figure ? "included"
@@ -82,10 +86,6 @@ void append_schedulers(std::string& out, const Diagnosis& d) {
                                                           : "n/a";
         std::string margin = v.margin_kb ? signed_size_text(v.margin_kb) : std::string("-");
         if (v.margin_kb && v.limit.source != d.limit.source) margin += "*";
-        const std::string role = !d.site.known()              ? ""
-                                 : v.site_role == "enforced"  ? "KILLS: "
-                                 : v.site_role == "accounted" ? "RECORDS: "
-                                                              : "if counted: ";
         out +=
             fmt::format("    {:<22} {:>10} {:>7} {:>10} {:>10} {:>11}\n", v.short_name, kib(v.peak),
                         seconds(v.peak_ms), recorder, kib(scheduler_counted_kb(v)), margin);
