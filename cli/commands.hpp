@@ -10,7 +10,7 @@
 
 namespace loaderlens::cli {
 
-// Documented exit codes (README "Exit codes").
+// Documented exit codes (docs/cli.md, "Exit codes").
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_internal = 1;
 inline constexpr int exit_bad_input = 2;

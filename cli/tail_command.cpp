@@ -66,7 +66,7 @@ std::optional<FileIdentity> file_at(const std::string& name, std::optional<FileI
     return errno == ENOENT || errno == ENOTDIR ? std::nullopt : fallback;
 }
 
-// The recording followed no longer has its name: one line, exit 2 (README, exit codes).
+// The recording followed no longer has its name: one line, exit 2 (docs/cli.md, "Exit codes").
 std::optional<std::string> lost_name(const std::string& name, const FileIdentity& followed) {
     const auto now = file_at(name, followed);
     if (!now) return name + ": deleted or renamed away while it was followed";

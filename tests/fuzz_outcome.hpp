@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The judgement of one fuzz command's end (FuzzRunner's rules, README "Exit codes").
+// The judgement of one fuzz command's end (FuzzRunner's rules, docs/cli.md "Exit codes").
 #pragma once
 
 #include "fuzz_runner.hpp"

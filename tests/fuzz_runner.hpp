@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The fuzz suites' runner: runs the CLI on generated inputs, two commands at a time, each killed
-// after 10 s, and judges every outcome against the README's exit-code table: exit 0 with valid
+// after 10 s, and judges every outcome against docs/cli.md's exit-code table: exit 0 with valid
 // output, or exactly one line on stderr that names the input with a documented code; never a
 // signal, a hang, a sanitizer report or C++ exception text; no input changed.
 #pragma once

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The fuzz suites' oracle (judge_outcome, csv_problem) on made-up command ends: each rule of the
-// README's exit-code table it enforces says no to an end that breaks it, and yes to a clean one.
+// exit-code table (docs/cli.md) it enforces says no to an end that breaks it, yes to a clean one.
 #include "fuzz_options.hpp"
 #include "fuzz_outcome.hpp"
 

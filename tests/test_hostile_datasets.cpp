@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(flipped_bytes_in_lmdb_branch_and_leaf_pages) {
 }
 
 // Damage the first and last records do not show (inspect reads only their paths) is found by
-// the reader mid-run: exit 2 naming the dataset, as the README promises, not "worker failed" (1).
+// the reader mid-run: exit 2 naming the dataset, as docs/cli.md promises, not "worker failed" (1).
 BOOST_AUTO_TEST_CASE(lmdb_damage_found_mid_run_is_bad_input) {
     TempDir dir;
     const std::string whole = read_bytes(make_lmdb(dir, "good") + "/data.mdb");

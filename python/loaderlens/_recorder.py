@@ -86,7 +86,7 @@ class Recording:
     # Starting ---------------------------------------------------------------------------------
 
     def _start(self, args, ready_timeout):
-        # record's own test of a taken name (README: "A name is taken when ..."): a .markers left
+        # record's own test of a taken name (docs/cli.md: "A name that is taken"): a .markers left
         # by a killed recorder would otherwise look like this recorder's, ready.
         for taken in (self.path + suffix for suffix in _TAKEN_SUFFIXES):
             if os.path.lexists(taken):
