@@ -79,7 +79,8 @@ void attach(CLI::App& command, const std::string& path) {
     if (const auto page = pages().find(path); page != pages().end()) {
         std::string footer = command.get_footer();
         if (!footer.empty()) footer += "\n\n";
-        footer += page->second.examples.size() == 1 ? "Example:" : "Examples:";
+        // Plural even for one: help2man makes an EXAMPLES section of this heading only.
+        footer += "Examples:";
         for (const std::string& line : page->second.examples)
             footer += "\n  " + line;
         if (!page->second.note.empty()) footer += "\n\n" + page->second.note;
