@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(record_report_export_with_generations) {
 
     auto csv = run({cli_path(), "export", "--format", "csv", out});
     BOOST_TEST(csv.out.starts_with(
-        "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib\n"));
+        "t_s,source,process_id,pid,role,slot,generation,object,metric,value_kib,unix_ns\n"));
     BOOST_TEST(csv.out.find(",smaps_rollup,") != std::string::npos);
     auto exported = nlohmann::json::parse(run({cli_path(), "export", "--format", "json", out}).out);
     // Every fast row of the recording, and one per 100 ms tick over main's lifetime (main
