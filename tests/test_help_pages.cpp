@@ -99,19 +99,67 @@ std::set<std::string> options_of(const std::string& page) {
     std::set<std::string> names;
     for (const std::string& line : lines_of(page)) {
         const std::size_t start = line.find_first_not_of(' ');
-        if (start == std::string::npos || start < 2 || line[start] != '-') continue;
+        // Entries start at column 2 (4 in an option group); a wrapped description further in.
+        if ((start != 2 && start != 4) || line[start] != '-') continue;
         const std::size_t end = line.find("  ", start);
         std::string head = line.substr(start, end == std::string::npos ? end : end - start);
         for (char& c : head)
             if (c == ',') c = ' ';
         for (std::string word : words_of(head))
-            if (word.starts_with('-')) names.insert(word.substr(0, word.find('=')));
+            if (word.size() > 1 && word.starts_with('-') && word != "--")
+                names.insert(word.substr(0, word.find('=')));
     }
     return names;
 }
 
 std::filesystem::path build_dir() {
     return std::filesystem::path(cli_path()).parent_path().parent_path();
+}
+
+// What the completion script of the build offers for `words` (the last one being completed), as
+// bash would ask it; with bash-completion's helpers loaded first or not.
+std::set<std::string> completed(const std::vector<std::string>& words, bool bash_completion) {
+    const std::string driver =
+        "[[ $2 == with ]] && source /usr/share/bash-completion/bash_completion\n"
+        "source \"$1\"; shift 2\n"
+        "COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); COMP_LINE=\"$*\"; "
+        "COMP_POINT=${#COMP_LINE}\n"
+        "_loaderlens\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n";
+    std::vector<std::string> argv{"bash",
+                                  "-c",
+                                  driver,
+                                  "bash",
+                                  (build_dir() / "completion" / "loaderlens").string(),
+                                  bash_completion ? "with" : "without"};
+    argv.insert(argv.end(), words.begin(), words.end());
+    const RunResult result = run(argv);
+    BOOST_TEST(result.exit_code == 0, result.err);
+    std::set<std::string> offered;
+    for (const std::string& line : lines_of(result.out))
+        if (!line.empty()) offered.insert(line);
+    return offered;
+}
+
+std::set<std::string> set_of(std::initializer_list<std::string> words) {
+    return {words};
+}
+
+// The cases both with and without bash-completion's helpers.
+void check_completion(bool bash_completion) {
+    BOOST_TEST(completed({"loaderlens", "rep"}, bash_completion) == set_of({"replay", "report"}));
+    BOOST_TEST(completed({"loaderlens", "report", "--j"}, bash_completion) == set_of({"--json"}));
+    BOOST_TEST(completed({"loaderlens", "export", "--format", "o"}, bash_completion) ==
+               set_of({"openmetrics"}));
+    BOOST_TEST(completed({"loaderlens", "mkdata", "n"}, bash_completion) == set_of({"npy"}));
+    // File names: a recording to read, a file to write, the command after --.
+    TempDir dir;
+    make_file(dir.file("run.db"), 16);
+    BOOST_TEST(completed({"loaderlens", "report", dir.file("ru")}, bash_completion) ==
+               set_of({dir.file("run.db")}));
+    BOOST_TEST(completed({"loaderlens", "record", "-o", dir.file("ru")}, bash_completion) ==
+               set_of({dir.file("run.db")}));
+    BOOST_TEST(completed({"loaderlens", "record", "-o", "x.db", "--", "tru"}, bash_completion)
+                   .count("true") == 1);
 }
 
 } // namespace
@@ -219,6 +267,36 @@ BOOST_AUTO_TEST_CASE(every_command_has_a_man_page_that_renders, *LOADERLENS_MAY_
             BOOST_TEST(text.find("SEE ALSO") != std::string::npos);
         }
     }
+}
+
+// The script is written from the option tree at build time; the oracle is each help page.
+BOOST_AUTO_TEST_CASE(completion_offers_every_command_and_option) {
+    const std::string script = (build_dir() / "completion" / "loaderlens").string();
+    std::ifstream in(script);
+    const std::string written{std::istreambuf_iterator<char>(in), {}};
+    BOOST_TEST(written == run({cli_path(), "completion", "bash"}).out, script << " is stale");
+    for (const auto& path : every_page()) {
+        std::vector<std::string> words{"loaderlens"};
+        words.insert(words.end(), path.begin(), path.end());
+        const std::string page = help_page(path, "80").out;
+        BOOST_TEST_CONTEXT(joined(words)) {
+            std::vector<std::string> names = subcommands_of(page);
+            words.push_back("");
+            const std::set<std::string> offered = completed(words, false);
+            for (const std::string& name : names)
+                BOOST_TEST(offered.count(name) == 1, name << " not offered");
+            words.back() = "-";
+            BOOST_TEST(completed(words, false) == options_of(page));
+        }
+    }
+    check_completion(false);
+}
+
+BOOST_AUTO_TEST_CASE(completion_with_bash_completion_loaded, *LOADERLENS_MAY_SKIP) {
+    if (!precondition(std::filesystem::exists("/usr/share/bash-completion/bash_completion"),
+                      "bash-completion is not installed", InCi::must_have))
+        return;
+    check_completion(true);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
