@@ -99,7 +99,8 @@ std::string HelpFormatter::entry(const std::string& name, const std::string& des
     std::string out = "  " + wrap_text(name, width, 2, 6);
     const std::size_t last_line = out.size() - std::min(out.size(), out.rfind('\n') + 1);
     if (description.empty()) return out + "\n";
-    if (out.find('\n') == std::string::npos && last_line < column) {
+    // Two spaces at least between a name and its text: help2man (the man pages) splits there.
+    if (out.find('\n') == std::string::npos && last_line + 2 <= column) {
         out.append(column - last_line, ' ');
     } else {
         out += '\n';
