@@ -194,6 +194,21 @@ BOOST_AUTO_TEST_CASE(every_page_fits_its_width_and_shows_an_example) {
                          "loaderlens-%N-%p.db)") != std::string::npos);
 }
 
+// Without COLUMNS, the width of the terminal the page goes to (script(1) gives it one of 50).
+BOOST_AUTO_TEST_CASE(without_columns_the_terminal_width_is_used) {
+    const RunResult shown =
+        run({"script", "-qec", "stty cols 50 && env -u COLUMNS " + cli_path() + " record --help",
+             "/dev/null"});
+    BOOST_TEST_REQUIRE(shown.exit_code == 0, shown.err);
+    std::size_t widest = 0;
+    for (std::string line : lines_of(shown.out)) {
+        if (line.ends_with('\r')) line.pop_back();
+        widest = std::max(widest, columns(line));
+    }
+    BOOST_TEST(widest <= 50u);
+    BOOST_TEST(widest > 40u); // not the narrowest page either
+}
+
 BOOST_AUTO_TEST_CASE(record_help_says_where_markers_come_from) {
     const std::string page = joined(words_of(help_page({"record"}, "80").out));
     for (const char* needle :
