@@ -24,7 +24,8 @@ const std::map<std::string, Page>& pages() {
          {{"loaderlens record -o run.db -- python3 train.py", "loaderlens report run.db"},
           "Each command has its own page (loaderlens COMMAND --help) and man page "
           "(man loaderlens-COMMAND). Exit status: 0 done, 1 internal error, 2 bad input; record "
-          "passes on its command's, check and advise say theirs on their pages."}},
+          "passes on its command's, check and advise say theirs on their pages (all: "
+          "docs/cli.md)."}},
         {"record",
          {{"loaderlens record -o run.db -- python3 train.py --workers 5",
            "loaderlens record -o run.db --pid 12345"},
