@@ -39,7 +39,7 @@ trap 'rm -rf "$data_dir"' EXIT
 # cache (vmtouch -e: posix_fadvise DONTNEED), so the report shows the cache filling ahead of reads.
 sync "$data_dir/images.npy"
 vmtouch -q -e "$data_dir/images.npy"
-recording=$PWD/$build/demo.db
+recording=$(realpath -m "$build/demo.db")
 "$loaderlens" replay "$data_dir/images.npy" --workers 4 --batch 32 --epochs 2 \
   --step-time 20ms --epoch-pause 500ms --interval residency=250ms --force -o "$recording"
 echo
