@@ -21,9 +21,12 @@ int main(int argc, char** argv) {
     QCoreApplication::setApplicationVersion(LOADERLENS_VERSION);
 
     QCommandLineParser parser;
+    // QCommandLineParser prints the description as it is: wrapped here for 80 columns.
     parser.setApplicationDescription(
-        "The memory of data-loader worker processes: a recording's workers, what each scheduler "
-        "counts, and why. Opens RECORDING (finished, or still being written: it is followed).");
+        "The memory of data-loader worker processes: a recording's workers, what each\n"
+        "scheduler counts, and why. Opens RECORDING (finished, or still being written:\n"
+        "it is followed).\n\nExamples:\n  loaderlens-gui run.db\n"
+        "  loaderlens-gui --screenshot run.png --view all run.db");
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("recording", "A recording (loaderlens record / replay).");
