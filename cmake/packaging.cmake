@@ -88,6 +88,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME loaderlens)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS "loaderlens-gui, python3-loaderlens")
 set(CPACK_COMPONENT_CLI_DESCRIPTION "memory recorder for data-loader worker processes
 loaderlens samples a process tree over time (RSS, PSS, USS, the anon/file/shmem split, memory
 per mapped file, the cgroup charge and the page residency of dataset files), records it into
