@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The benchmarks are built and run by scripts/bench.sh (README); no test runs them, and building
+# The benchmarks are built and run by scripts/bench.sh (docs/benchmarks.md); no test runs them; building
 # them here took minutes of the 20 the whole run may take.
 # This build compiles in unity batches (cmake/unity.cmake: the verified sources of each target,
 # several per translation unit; the sanitizer build below gained too little to keep them) and
