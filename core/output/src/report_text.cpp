@@ -228,6 +228,14 @@ std::string final_pss(const ProcessSummary& p) {
                        static_cast<double>(p.final_pss_age_ms) / 1000.0);
 }
 
+// "0.3-2.3s": birth to exit; "end" (running at the end) or "cut" (the recording was).
+std::string lifetime(const ProcessInfo& i, bool cut) {
+    return fmt::format("{:.1f}-{}",
+                       static_cast<double>(std::max<std::int64_t>(0, i.birth_ms)) / 1000.0,
+                       i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
+                                 : std::string(cut ? "cut" : "end"));
+}
+
 // A terminal narrower than the wide table: each process on two lines, the peaks first.
 void append_processes_narrow(std::string& out, const ReportData& r) {
     out += "Processes (peak of each figure; then the finals: ANON, FILE, SHMEM split the final "
@@ -237,10 +245,7 @@ void append_processes_narrow(std::string& out, const ReportData& r) {
     const bool cut = r.end.state == RecordingEnd::State::cut;
     for (const auto& p : r.processes) {
         const auto& i = p.info;
-        std::string life = fmt::format(
-            "{:.1f}-{}", static_cast<double>(std::max<std::int64_t>(0, i.birth_ms)) / 1000.0,
-            i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
-                      : std::string(cut ? "cut" : "end"));
+        const std::string life = lifetime(i, cut);
         out += fmt::format("  {:>3} {:>7} {:<16} {:<11} {:>8} {:>8} {:>8}\n", i.id, i.key.pid,
                            process_label(i), life, short_kib(p.rss.value), short_kib(p.pss.value),
                            short_kib(p.uss.value));
@@ -270,10 +275,7 @@ void append_processes(std::string& out, const ReportData& r, std::size_t width) 
     const bool cut = r.end.state == RecordingEnd::State::cut;
     for (const auto& p : r.processes) {
         const auto& i = p.info;
-        std::string life = fmt::format(
-            "{:.1f}-{}", static_cast<double>(std::max<std::int64_t>(0, i.birth_ms)) / 1000.0,
-            i.exit_ms ? fmt::format("{:.1f}s", static_cast<double>(*i.exit_ms) / 1000.0)
-                      : std::string(cut ? "cut" : "end"));
+        const std::string life = lifetime(i, cut);
         out +=
             fmt::format("  {:>3} {:>7} {:<17} {:<13} {:>8} {:>8} {:>8} {:>14} {:>8} {:>8} {:>7} "
                         "{:>7} {:>7}  {} [{}]\n",
