@@ -6,7 +6,9 @@
 #include "loaderlens/units.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 using namespace loaderlens;
@@ -140,7 +142,7 @@ BOOST_AUTO_TEST_CASE(first_screen_of_the_demo_answers) {
                                        "shmem_kb FROM cgroup_samples WHERE usage_kb IS NOT NULL "
                                        "ORDER BY usage_kb DESC, t_ms LIMIT 1");
     if (!cgroup.empty() && cgroup[0][0] != "None") {
-        const char* parts[] = {"anon", "page cache (active)", "page cache (inactive)", "shmem"};
+        const char* parts[] = {"anon", "active file", "inactive file", "shmem"};
         std::size_t largest = 0;
         for (std::size_t i = 1; i < 4; ++i)
             if (cgroup[0][i] != "None" && std::stoll(cgroup[0][i]) > std::stoll(cgroup[0][largest]))
@@ -152,6 +154,28 @@ BOOST_AUTO_TEST_CASE(first_screen_of_the_demo_answers) {
     }
     // Who holds what, under the views.
     BOOST_TEST(first.find("Who holds what at the peak of") != std::string::npos, first);
+
+    // Cut (as by SLURM's SIGKILL: no end written), judged as a UsePss site against a limit: a
+    // notice under the title, a SITE column, margins. The screen still ends within 24 lines.
+    const std::string cut = demo.dir.file("cut.db");
+    std::filesystem::copy_file(demo.db, cut);
+    sqlite_exec(cut, "UPDATE meta SET value = 'recording' WHERE key = 'state'");
+    sqlite_exec(cut, "DELETE FROM meta WHERE key IN ('end_ms', 'exit_status', "
+                     "'exit_status_source')");
+    const std::vector<std::string> cut_lines = lines_of(
+        report_at(cut, {"COLUMNS=80"}, {"--mem-limit", "300MiB", "--accounting", "usepss"}));
+    BOOST_REQUIRE(cut_lines.size() > 25u);
+    BOOST_TEST(cut_lines[1].starts_with("Recording cut"), cut_lines[1]);
+    // The first screen ends with a blank line before the details ("Recording").
+    const long screen_end = std::distance(
+        cut_lines.begin(), std::find(cut_lines.begin(), cut_lines.end(), "Recording"));
+    BOOST_TEST(screen_end <= 25, "the first screen took " << screen_end - 1 << " lines");
+    for (const auto& view : json["schedulers"])
+        BOOST_TEST(!line_with(cut_lines, "  KILLS   " + names.at(view["key"])).empty() +
+                       !line_with(cut_lines, "  if      " + names.at(view["key"])).empty() ==
+                   1);
+    for (const std::string& line : cut_lines)
+        BOOST_TEST(columns_of(line) <= 80u, "wider than 80: " << line);
 }
 
 BOOST_AUTO_TEST_CASE(width_and_colour) {

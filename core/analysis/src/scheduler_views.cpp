@@ -67,8 +67,8 @@ void cgroup_holders(const RecordingData& data, const std::string& key, Scheduler
     const bool anon_only = key == "slurm_cgroup" && c.version != "v2";
     std::vector<SchedulerView::Holder> parts{{"anon", c.anon}};
     if (!anon_only) {
-        parts.push_back({"page cache (active)", c.active_file});
-        if (key != "k8s_working_set") parts.push_back({"page cache (inactive)", c.inactive_file});
+        parts.push_back({"active file", c.active_file});
+        if (key != "k8s_working_set") parts.push_back({"inactive file", c.inactive_file});
         parts.push_back({"shmem", c.shmem});
     }
     for (auto& part : parts)

@@ -48,7 +48,7 @@ struct SchedulerView {
     // Who held it at the peak tick, the largest first: main, each worker slot, helpers (per-process
     // views: the lane's sum at that tick), or the cgroup's anon, file and shmem (cgroup views).
     struct Holder {
-        std::string what; // "main", "worker 3", "helpers", "anon", "page cache (active)"...
+        std::string what; // "main", "worker 3", "helpers", "anon", "active file"...
         Kib kb;
         int processes = 0; // per-process views: how many processes of the lane held a value
     };
