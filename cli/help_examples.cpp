@@ -64,7 +64,7 @@ const std::map<std::string, Page>& pages() {
          {{"loaderlens check --budget budget.toml run.db",
            "loaderlens check --baseline main.db --tolerance 10% run.db",
            "loaderlens check --budget budget.toml -- python3 train.py"},
-          "Budget files: docs/check.md and share/loaderlens/budgets/."}},
+          "Budget files: docs/check.md; examples in /usr/share/doc/loaderlens/examples/budgets/."}},
         {"check replay",
          {{"loaderlens check --budget budget.toml replay images.npy --workers 5"}, ""}},
         {"merge", {{"loaderlens merge run-1234.*.db -o job-1234.db"}, ""}},

@@ -61,8 +61,9 @@ Runner add_report(CLI::App& app) {
         LayoutOptions layout;
     };
     auto o = std::make_shared<Options>();
-    CLI::App* sub =
-        app.add_subcommand("report", "Summarize a recording: processes, mapped files, tree totals");
+    CLI::App* sub = app.add_subcommand(
+        "report", "Explain a recording: the verdict, what each scheduler counts and "
+                  "who holds it, growth, processes, files");
     sub->add_option("file", o->file, "Recording file")->required();
     sub->add_flag("--json", o->json, "Machine-readable JSON instead of text");
     sub->add_option("--mem-limit", o->mem_limit,

@@ -13,12 +13,26 @@ if(NOT status EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} ${SUBCOMMAND} --help: exit ${status}")
 endif()
 
-# roff: a line may not start with '.' or '\'', and a backslash is an escape.
+# A CMake list splits at ';' but not inside square brackets: an unbalanced "]" (record's
+# "--subset ... (in (0, 1])") kept the rest of a page as one element. So brackets are replaced by
+# placeholders before a text is split into lines, and put back by roff_line.
+function(help_lines text out)
+  string(REPLACE "[" "@LL_OPEN@" text "${text}")
+  string(REPLACE "]" "@LL_CLOSE@" text "${text}")
+  string(REPLACE ";" "\\;" text "${text}")
+  string(REPLACE "\n" ";" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# roff: a line may not start with '.' or '\'', and a backslash is an escape. help2man also takes a
+# line of its include file that starts with '[' for a section's name ("[Option Group: Sampling]").
 function(roff_line text out)
+  string(REPLACE "@LL_OPEN@" "[" text "${text}")
+  string(REPLACE "@LL_CLOSE@" "]" text "${text}")
   string(REPLACE "\\" "\\e" text "${text}")
   # A real minus, so that a copied example works.
   string(REPLACE "-" "\\-" text "${text}")
-  if(text MATCHES "^[.']")
+  if(text MATCHES "^[.'[]")
     set(text "\\&${text}")
   endif()
   set(${out} "${text}" PARENT_SCOPE)
@@ -34,8 +48,7 @@ endif()
 string(REGEX REPLACE "[ \n]+" " " description "${description}")
 string(REGEX REPLACE "^loaderlens: " "" description "${description}")
 
-string(REPLACE ";" "\\;" help "${help}")
-string(REPLACE "\n" ";" lines "${help}")
+help_lines("${help}" lines)
 set(state before)
 set(examples "")
 set(after "")
@@ -91,8 +104,7 @@ if(commands AND NOT SUBCOMMAND STREQUAL "")
       message(FATAL_ERROR "${PROGRAM} ${SUBCOMMAND} ${command} --help: exit ${status}")
     endif()
     string(APPEND include ".SS \"loaderlens ${SUBCOMMAND} ${command}\"\n.nf\n")
-    string(REPLACE ";" "\\;" page "${page}")
-    string(REPLACE "\n" ";" page_lines "${page}")
+    help_lines("${page}" page_lines)
     foreach(line IN LISTS page_lines)
       roff_line("${line}" text)
       string(APPEND include "${text}\n")

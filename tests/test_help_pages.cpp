@@ -280,6 +280,19 @@ BOOST_AUTO_TEST_CASE(every_command_has_a_man_page_that_renders, *LOADERLENS_MAY_
             BOOST_TEST(text.find("SYNOPSIS") != std::string::npos);
             BOOST_TEST(text.find("EXAMPLES loaderlens") != std::string::npos);
             BOOST_TEST(text.find("SEE ALSO") != std::string::npos);
+            // Only these sections: a help line help2man took for a section's name
+            // ("[Option Group: Sampling]") made one of its own. And no run-on paragraph: a
+            // help text once kept its rest as one 4,000-character line of the page.
+            const std::set<std::string> sections{"NAME",     "SYNOPSIS", "DESCRIPTION", "OPTIONS",
+                                                 "COMMANDS", "EXAMPLES", "\"SEE ALSO\""};
+            std::ifstream source(file);
+            std::string line;
+            while (std::getline(source, line)) {
+                if (line.starts_with(".SH "))
+                    BOOST_TEST(sections.contains(line.substr(4)), "section " << line);
+                BOOST_TEST(line.size() <= 200u,
+                           "a line of " << line.size() << " bytes: " << line.substr(0, 120));
+            }
         }
     }
 }

@@ -234,13 +234,12 @@ void append_epochs(std::string& out, const ReportData& r, std::size_t width) {
     const Diagnosis& d = r.diagnosis;
     if (d.epochs.empty()) {
         out += "Epochs: not known (no epoch markers, no worker generations): growth is judged "
-               "over time. Mark each epoch's end with one line of Python at its last batch:\n"
+               "over time. Mark them with loaderlens.torch.track(loader) (docs/python.md), or "
+               "each epoch's end with one line of Python at its last batch:\n"
                "  open(os.environ[\"LOADERLENS_MARKERS\"], \"a\").write(f\"epoch {epoch} end\\n\")"
                "\n\n";
         return;
     }
-    out += fmt::format("Epochs ({}, from {}): each slot's figures at every epoch's end\n",
-                       d.epochs.size(), d.epochs_source);
     // Many epochs: the first and the last ones, as many as the width holds (without a width:
     // all up to eight, else the first three and the last three).
     std::size_t columns = 8;
@@ -251,6 +250,11 @@ void append_epochs(std::string& out, const ReportData& r, std::size_t width) {
     for (std::size_t i = 0; i < d.epochs.size(); ++i)
         if (d.epochs.size() <= columns || i < side || i + side >= d.epochs.size())
             shown.push_back(i);
+    const bool all = shown.size() == d.epochs.size();
+    out += fmt::format(
+        "Epochs ({}, from {}): each slot's figures at {} epoch's end{}\n", d.epochs.size(),
+        d.epochs_source, all ? "every" : "each shown",
+        all ? "" : fmt::format(" (the first and last {}; the JSON has all)", shown.size() / 2));
     std::string header = fmt::format("  {:<9} {:<14}", "SLOT", "FIGURE");
     for (std::size_t i : shown)
         header += fmt::format(" {:>9}", fmt::format("e{}", d.epochs[i].number));

@@ -402,10 +402,11 @@ void append_rest(std::string& out, const ReportData& r) {
         }
         out += "\n";
     }
-    out += "Sources: RSS /proc/PID/statm; ANON/FILE/SHMEM /proc/PID/status; PSS, USS "
-           "/proc/PID/smaps_rollup;\n"
-           "files /proc/PID/smaps; cgroup memory.current|usage_in_bytes; page cache cachestat(2) "
-           "or mincore(2);\npresent pages /proc/PID/pagemap. See docs/figures.md.\n";
+    out += "Sources (docs/figures.md)\n"
+           "  RSS /proc/PID/statm; ANON, FILE, SHMEM /proc/PID/status\n"
+           "  PSS, USS /proc/PID/smaps_rollup; files /proc/PID/smaps\n"
+           "  cgroup memory.current or memory.usage_in_bytes\n"
+           "  page cache cachestat(2) or mincore(2); present pages /proc/PID/pagemap\n";
 }
 
 } // namespace
