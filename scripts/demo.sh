@@ -24,8 +24,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTIN
 cmake --build "$build"
 
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+# sudo unless the prefix (or, before it exists, the nearest folder above it) is ours to write.
+writable=$prefix
+while [ ! -e "$writable" ]; do writable=$(dirname "$writable"); done
 sudo_cmd=()
-if [ "$(id -u)" -ne 0 ] && ! [ -w "$(dirname "$prefix")" ]; then sudo_cmd=(sudo); fi
+if [ "$(id -u)" -ne 0 ] && ! [ -w "$writable" ]; then sudo_cmd=(sudo); fi
 # --strip: what a user runs needs no debug info (the CLI is 3 MB instead of 22).
 "${sudo_cmd[@]}" cmake --install "$build" --strip >"$build/install.log"
 echo "demo: installed into $prefix (the list: $build/install_manifest.txt)"
@@ -46,4 +49,4 @@ echo
 echo "Recording: $recording   (also: $loaderlens export --format csv|json|residency-csv $recording)"
 echo "Dashboard: $prefix/bin/loaderlens-gui $recording   (no display: add --screenshot demo.png --view all)"
 echo "Manual:    man loaderlens-replay   (every command has its page: man loaderlens)"
-echo "Uninstall: xargs rm -f < $build/install_manifest.txt"
+echo "Uninstall: ${sudo_cmd[*]:+${sudo_cmd[*]} }xargs -d '\\n' rm -f < $build/install_manifest.txt"

@@ -101,7 +101,7 @@ if ((${#missing[@]})); then
     own_policy=1
     trap '[ "$own_policy" = 1 ] && "${sudo_cmd[@]}" rm -f "$policy"' EXIT
   fi
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   if [ "$own_policy" = 1 ]; then
     "${sudo_cmd[@]}" rm -f "$policy"
     own_policy=0
