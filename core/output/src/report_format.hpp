@@ -30,5 +30,6 @@ void append_timelines(std::string& out, const ReportData& r);
 // As many epoch columns as `width` holds (0: up to eight).
 void append_epochs(std::string& out, const ReportData& r, std::size_t width);
 // The whole report of a merged recording (report_merged_text.cpp).
-void append_merged(std::string& out, const ReportData& r);
+// Rows on two lines when `width` is narrower than its wide tables (0: no limit).
+void append_merged(std::string& out, const ReportData& r, std::size_t width);
 } // namespace loaderlens

@@ -65,7 +65,9 @@ void append_clocks(std::string& out, const MergedReport& m) {
 
 } // namespace
 
-void append_merged(std::string& out, const ReportData& r) {
+void append_merged(std::string& out, const ReportData& r, std::size_t width) {
+    // The wide tables take 100 to 150 columns: a narrower terminal gets each row on two lines.
+    const bool narrow = width > 0 && width < 150;
     const MergedReport& m = *r.merged;
     auto meta = [&r](const char* key) {
         auto it = r.meta.find(key);
@@ -86,14 +88,21 @@ void append_merged(std::string& out, const ReportData& r) {
                                      "START", "DURATION", "END");
     for (const SchedulerView& v : m.parts.front().report.diagnosis.schedulers)
         header += fmt::format(" {:>13}", short_name(v.key));
-    out += header + "\n";
+    if (!narrow)
+        out += header + "\n";
+    else
+        out += fmt::format("  {:<16} {:<14} {:>9} {:>9} {:<8}\n", "PART", "STEP/TASK", "START",
+                           "DURATION", "END");
     for (const PartReport& p : m.parts) {
         std::string row = fmt::format("  {:<16} {:<14} {:>9} {:>9} {:<8}", p.part.name, ids(p.part),
                                       "+" + seconds(p.part.offset_ms), seconds(p.part.duration_ms),
                                       p.part.end_state);
+        std::string views;
         for (const SchedulerView& v : p.report.diagnosis.schedulers)
-            row += fmt::format(" {:>13}", peak_and_margin(v));
-        out += row + "\n";
+            views += narrow ? fmt::format("{}{} {}", views.empty() ? "" : ", ", short_name(v.key),
+                                          peak_and_margin(v))
+                            : fmt::format(" {:>13}", peak_and_margin(v));
+        out += narrow ? row + "\n      " + views + "\n" : row + views + "\n";
     }
     for (const PartReport& p : m.parts) {
         const auto& findings = p.report.diagnosis.findings;
@@ -108,17 +117,27 @@ void append_merged(std::string& out, const ReportData& r) {
 
     out += "\nJob totals (the sum over the parts at each tick of any part, each part with its "
            "latest value while it ran; limits hold per node, not for the sum)\n";
-    out += fmt::format("  {:<38} {:>10} {:>9}  {:<26} {}\n", "VIEW", "PEAK", "AT",
-                       "FIRST PART TO PEAK", "HIGHEST PART");
+    if (narrow)
+        out += fmt::format("  {:<38} {:>10} {:>9}\n", "VIEW", "PEAK", "AT");
+    else
+        out += fmt::format("  {:<38} {:>10} {:>9}  {:<26} {}\n", "VIEW", "PEAK", "AT",
+                           "FIRST PART TO PEAK", "HIGHEST PART");
     for (const JobTotal& t : m.totals) {
         if (!t.view.peak) {
             out += fmt::format("  {:<38} {:>10}  ({})\n", t.view.name, "n/a", t.view.unavailable);
             continue;
         }
-        out += fmt::format("  {:<38} {:>10} {:>9}  {:<26} {}\n", t.view.name, kib(t.view.peak),
-                           seconds(t.view.peak_ms),
-                           fmt::format("{} at {}", t.first_peak_part, seconds(t.first_peak_ms)),
-                           fmt::format("{} ({})", t.highest_part, kib(t.highest_kb)));
+        const std::string first =
+            fmt::format("{} at {}", t.first_peak_part, seconds(t.first_peak_ms));
+        const std::string highest = fmt::format("{} ({})", t.highest_part, kib(t.highest_kb));
+        if (narrow)
+            out +=
+                fmt::format("  {:<38} {:>10} {:>9}\n      first part to peak: {}; highest "
+                            "part: {}\n",
+                            t.view.name, kib(t.view.peak), seconds(t.view.peak_ms), first, highest);
+        else
+            out += fmt::format("  {:<38} {:>10} {:>9}  {:<26} {}\n", t.view.name, kib(t.view.peak),
+                               seconds(t.view.peak_ms), first, highest);
     }
     std::size_t findings = 0;
     for (const PartReport& p : m.parts)

@@ -418,7 +418,7 @@ std::string render_report_text(const ReportData& r) {
 std::string render_report_text(const ReportData& r, const TextLayout& layout) {
     std::string out;
     if (r.merged) {
-        append_merged(out, r);
+        append_merged(out, r, layout.width);
     } else {
         // How the recording ended, when it did not finish, and a lost -wal: under the title.
         std::string notices;
