@@ -9,6 +9,7 @@
 #include "precondition.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <csignal>
 #include <cstdio>
@@ -88,7 +89,7 @@ void record_and_kill(const std::string& out, const std::vector<std::string>& com
     kill(-recorder.pid(), SIGKILL); // the command and its children: still in the recorder's group
 }
 
-// What `report` says of a cut recording: the second line, the header, the JSON.
+// What `report` says of a cut recording: the second line, the run line, the header, the JSON.
 void check_cut(const std::string& out, const std::string& signal_text, const json& signal,
                const json& signal_ms) {
     const std::int64_t last = Recording(out).last_sample_ms();
@@ -100,7 +101,13 @@ void check_cut(const std::string& out, const std::string& signal_text, const jso
     BOOST_TEST(lines[1] ==
                "Recording cut: the recorder stopped without finishing; last sample at " +
                    secs(last) + "; " + signal_text);
-    BOOST_TEST(lines[3].find(secs(last) + " recorded, NOT FINISHED (cut") != std::string::npos);
+    // The first screen's run line, under the notice; the details' host line.
+    BOOST_TEST(lines[2].starts_with("  " + secs(last) + ", cut: main"), lines[2]);
+    const auto host = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+        return line.starts_with("  host ");
+    });
+    BOOST_REQUIRE(host != lines.end());
+    BOOST_TEST(host->find(secs(last) + " recorded, NOT FINISHED (cut") != std::string::npos);
     const json report = report_json(out);
     BOOST_TEST(report["finished"] == false);
     BOOST_TEST(report["being_written"] == false);
