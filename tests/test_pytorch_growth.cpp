@@ -175,6 +175,7 @@ BOOST_AUTO_TEST_CASE(persistent_workers_over_an_lmdb_built_in_the_job_under_load
                           (f.trend_from_ms ? std::to_string(*f.trend_from_ms) : "-") + " ms -> " +
                           (f.trend_last ? std::to_string(*f.trend_last) : "-") + " KiB at " +
                           (f.trend_to_ms ? std::to_string(*f.trend_to_ms) : "-") + " ms";
+    BOOST_TEST_MESSAGE("unmarked, over time" << trends);
     BOOST_REQUIRE_MESSAGE(over_time.size() == 1u, kinds(unmarked.report) << trends);
     BOOST_TEST(over_time[0]->file == unmarked.file);
     BOOST_TEST(over_time[0]->figure_name == "growth_kb");
