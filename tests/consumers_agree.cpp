@@ -67,6 +67,16 @@ void text_against_json(const Outputs& o, Compare& c) {
             parts.push_back(signed_size(v["margin_kib"]));
         }
         c.in_order("report text scheduler row " + name + " vs report --json", *row, parts);
+        // The first screen's row of the view ends with its largest holder at the peak.
+        if (v.contains("holders") && !v["holders"].empty()) {
+            const json& top = v["holders"][0];
+            const std::string largest = top["what"].get<std::string>() + " " + size(top["kib"]);
+            bool shown = false;
+            for (const std::string& line : lines)
+                shown = shown || (line.starts_with("  ") && line.ends_with("  " + largest));
+            c.holds(shown, "report text: no first-screen row ending with " + largest + " (" + name +
+                               "'s largest holder in report --json)");
+        }
     }
     // The limit finding's title names the view, what it counts and the margin: the table's.
     for (const json& f : r["findings"]) {
