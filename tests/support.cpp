@@ -197,13 +197,39 @@ bool mentions(const std::string& text, const std::string& name) {
            loose(text).find(loose(name)) != std::string::npos;
 }
 
-void sqlite_exec(const std::string& db, const std::string& sql) {
+namespace {
+// Python's sqlite3 on `db`: the script gets the connection as c and the statement as sql.
+std::string through_python_sqlite(const std::string& db, const std::string& sql,
+                                  const std::string& script) {
     const RunResult r = run({"/usr/bin/python3", "-c",
                              "import sqlite3, sys\n"
                              "c = sqlite3.connect(sys.argv[1])\n"
-                             "c.execute(sys.argv[2]); c.commit()\n",
+                             "sql = sys.argv[2]\n" +
+                                 script,
                              db, sql});
     BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+}
+} // namespace
+
+void sqlite_exec(const std::string& db, const std::string& sql) {
+    through_python_sqlite(db, sql, "c.execute(sql); c.commit()\n");
+}
+
+std::vector<std::vector<std::string>> sqlite_rows(const std::string& db, const std::string& sql) {
+    const std::string out = through_python_sqlite(db, sql,
+                                                  "for row in c.execute(sql):\n"
+                                                  "    print('\\t'.join(str(v) for v in row))\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& line : lines_of(out)) {
+        std::vector<std::string> fields;
+        std::size_t from = 0;
+        for (std::size_t tab; (tab = line.find('\t', from)) != std::string::npos; from = tab + 1)
+            fields.push_back(line.substr(from, tab - from));
+        fields.push_back(line.substr(from));
+        rows.push_back(fields);
+    }
+    return rows;
 }
 
 std::string cli_path() {

@@ -69,6 +69,9 @@ bool mentions(const std::string& text, const std::string& name);
 // Runs one SQL statement on a database through Python's sqlite3 (not the code under test) and
 // requires success: how the tests damage or edit a recording.
 void sqlite_exec(const std::string& db, const std::string& sql);
+// The rows of a query on a database, read the same way (an oracle's figures): each value as
+// Python's str() gives it ("None" for NULL).
+std::vector<std::vector<std::string>> sqlite_rows(const std::string& db, const std::string& sql);
 
 std::string cli_path();
 std::string workload_path();

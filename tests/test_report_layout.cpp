@@ -40,26 +40,6 @@ struct DemoRecording {
     }
 };
 
-// Rows the oracle reads with Python's sqlite3: each line of its output, split at tabs.
-std::vector<std::vector<std::string>> query(const std::string& db, const std::string& sql) {
-    const RunResult r = run({"/usr/bin/python3", "-c",
-                             "import sqlite3, sys\n"
-                             "for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]):\n"
-                             "    print('\\t'.join(str(v) for v in row))\n",
-                             db, sql});
-    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    std::vector<std::vector<std::string>> rows;
-    for (const std::string& line : lines_of(r.out)) {
-        std::vector<std::string> fields;
-        std::size_t from = 0;
-        for (std::size_t tab; (tab = line.find('\t', from)) != std::string::npos; from = tab + 1)
-            fields.push_back(line.substr(from, tab - from));
-        fields.push_back(line.substr(from));
-        rows.push_back(fields);
-    }
-    return rows;
-}
-
 std::string line_with(const std::vector<std::string>& lines, const std::string& start) {
     for (const std::string& line : lines)
         if (line.starts_with(start)) return line;
@@ -119,16 +99,17 @@ BOOST_AUTO_TEST_CASE(first_screen_of_the_demo_answers) {
 
     // The largest holder of Σ RSS at its peak tick, summed by SQLite: main, a worker slot, or
     // helpers, as the rows of the fast tier have them.
-    const auto peak = query(demo.db, "SELECT t_ms FROM fast_samples GROUP BY t_ms "
-                                     "ORDER BY SUM(rss_kb) DESC, t_ms LIMIT 1");
+    const auto peak = sqlite_rows(demo.db, "SELECT t_ms FROM fast_samples GROUP BY t_ms "
+                                           "ORDER BY SUM(rss_kb) DESC, t_ms LIMIT 1");
     BOOST_REQUIRE(peak.size() == 1u);
-    const auto lanes = query(demo.db, "SELECT p.role, p.slot, SUM(f.rss_kb) AS kb "
-                                      "FROM fast_samples f JOIN processes p ON p.id = f.process_id "
-                                      "WHERE f.t_ms = " +
-                                          peak[0][0] +
-                                          " AND f.rss_kb IS NOT NULL "
-                                          "GROUP BY p.role, CASE p.role WHEN 'worker' THEN "
-                                          "p.slot END ORDER BY kb DESC LIMIT 1");
+    const auto lanes =
+        sqlite_rows(demo.db, "SELECT p.role, p.slot, SUM(f.rss_kb) AS kb "
+                             "FROM fast_samples f JOIN processes p ON p.id = f.process_id "
+                             "WHERE f.t_ms = " +
+                                 peak[0][0] +
+                                 " AND f.rss_kb IS NOT NULL "
+                                 "GROUP BY p.role, CASE p.role WHEN 'worker' THEN "
+                                 "p.slot END ORDER BY kb DESC LIMIT 1");
     BOOST_REQUIRE(lanes.size() == 1u);
     const std::string lane = lanes[0][0] == "worker"   ? "worker " + lanes[0][1]
                              : lanes[0][0] == "helper" ? "helpers"
@@ -138,9 +119,10 @@ BOOST_AUTO_TEST_CASE(first_screen_of_the_demo_answers) {
                rss_row << " (SQLite: " << lane << " " << lanes[0][2] << " KiB)");
 
     // The cgroup's usage at its peak tick, by the largest of what memory.stat splits it into.
-    const auto cgroup = query(demo.db, "SELECT anon_kb, active_file_kb, inactive_file_kb, "
-                                       "shmem_kb FROM cgroup_samples WHERE usage_kb IS NOT NULL "
-                                       "ORDER BY usage_kb DESC, t_ms LIMIT 1");
+    const auto cgroup =
+        sqlite_rows(demo.db, "SELECT anon_kb, active_file_kb, inactive_file_kb, "
+                             "shmem_kb FROM cgroup_samples WHERE usage_kb IS NOT NULL "
+                             "ORDER BY usage_kb DESC, t_ms LIMIT 1");
     if (!cgroup.empty() && cgroup[0][0] != "None") {
         const char* parts[] = {"anon", "active file", "inactive file", "shmem"};
         std::size_t largest = 0;

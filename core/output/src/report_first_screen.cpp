@@ -25,17 +25,7 @@ std::size_t line_count(const std::string& text) {
 }
 
 std::string run_line(const ReportData& r) {
-    int workers = 0;
-    std::int64_t slots = 0, generations = 0;
-    bool helpers = false;
-    for (const auto& p : r.processes) {
-        if (p.info.role == Role::worker) {
-            ++workers;
-            slots = std::max(slots, std::int64_t{p.info.slot} + 1);
-            generations = std::max(generations, std::int64_t{p.info.generation} + 1);
-        }
-        helpers = helpers || p.info.role == Role::helper;
-    }
+    const auto [workers, helpers, slots, generations] = report_format::tree_shape(r);
     std::string state = r.finished ? "finished"
                         : r.end.state == RecordingEnd::State::being_written
                             ? "still being written"
@@ -48,7 +38,7 @@ std::string run_line(const ReportData& r) {
                                          slots == 1 ? "" : "s", workers, workers == 1 ? "" : "s",
                                          generations, generations == 1 ? "" : "s");
     return fmt::format("  {}, {}: main + {}{}\n", seconds(r.duration_ms), state, tree,
-                       helpers ? " + helpers" : "");
+                       helpers > 0 ? " + helpers" : "");
 }
 
 // The findings' titles, most severe first, within `budget` lines (the "... more" line counted):

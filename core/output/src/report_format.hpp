@@ -9,6 +9,13 @@
 namespace loaderlens::report_format {
 
 std::string kib(const Kib& value);
+// The tree's shape for the text's summaries: workers, slots and generations (from the highest
+// slot and generation seen; 64-bit: a damaged slot may be INT_MAX), helpers.
+struct TreeShape {
+    int workers = 0, helpers = 0;
+    std::int64_t slots = 0, generations = 0;
+};
+TreeShape tree_shape(const ReportData& r);
 std::string seconds(std::int64_t ms);
 using loaderlens::process_label; // model's
 

@@ -24,6 +24,20 @@ std::string seconds(std::int64_t ms) {
     return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
 }
 
+TreeShape tree_shape(const ReportData& r) {
+    TreeShape shape;
+    for (const auto& p : r.processes) {
+        if (p.info.role == Role::worker) {
+            ++shape.workers;
+            shape.slots = std::max(shape.slots, std::int64_t{p.info.slot} + 1);
+            shape.generations = std::max(shape.generations, std::int64_t{p.info.generation} + 1);
+        } else if (p.info.role == Role::helper) {
+            ++shape.helpers;
+        }
+    }
+    return shape;
+}
+
 } // namespace report_format
 
 namespace {
@@ -116,17 +130,7 @@ void append_end(std::string& out, const ReportData& r) {
 }
 
 void append_header(std::string& out, const ReportData& r) {
-    int workers = 0, helpers = 0;
-    std::int64_t slots = 0, generations = 0; // a damaged slot may be INT_MAX: no overflow
-    for (const auto& p : r.processes) {
-        if (p.info.role == Role::worker) {
-            ++workers;
-            slots = std::max(slots, std::int64_t{p.info.slot} + 1);
-            generations = std::max(generations, std::int64_t{p.info.generation} + 1);
-        } else if (p.info.role == Role::helper) {
-            ++helpers;
-        }
-    }
+    const auto [workers, helpers, slots, generations] = tree_shape(r);
     std::string state = r.finished ? meta(r, "state")
                         : r.end.state == RecordingEnd::State::being_written
                             ? "NOT FINISHED (still being written)"
