@@ -18,12 +18,15 @@ namespace {
 // Shares of the CPU budget; the rest (15%) is left to the writer and the main thread. The
 // page-table walks (smaps_rollup, pagemap) get the most because their cost grows with resident
 // memory, while statm and cgroup reads stay near-constant. A rollup sample runs the residency
-// tier's pagemap walk too (the data files' share of each composite PSS), and such a joint run is
-// charged to one account holding both shares, so neither tier stretches the other; smaps_rollup
-// is then read once per process per pss_max_age_ms while only the data files' pages move, and
-// at every sample once anything else in the tree moved (RollupSampler). The
-// full smaps of the maps tier is for the per-kind breakdown of the rest, at a lower rate
-// (docs/benchmarks-sampling.md).
+// tier's pagemap walk too (the data files' share of each composite PSS); each tier's account pays
+// its own part of such a joint run, so no share is counted twice (one account holding both
+// shares for the joint run, beside the residency tier's own, let the tiers spend ~1.15x the
+// budget). smaps_rollup is then read once per process per pss_max_age_ms while only the data
+// files' pages move, and at every sample once anything else in the tree moved (RollupSampler).
+// The full smaps of the maps tier is for the per-kind breakdown of the rest, at a lower rate
+// (docs/benchmarks-sampling.md). The shares only divide the budget between the tiers: what
+// holds the whole process to it is ProcessCpuBudget, charged with the kernel's count of all
+// the recorder's threads.
 constexpr double fast_share = 0.15, rollup_share = 0.25, maps_share = 0.10, cgroup_share = 0.05,
                  residency_share = 0.30;
 // After a scan that found births (or the kernel told of some), the fast tier runs at its nominal
@@ -43,6 +46,25 @@ std::int64_t thread_cpu_ns() {
     return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Every thread of the recorder, as the kernel counts it (what /proc/PID/stat and SLURM see).
+std::int64_t process_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The longest a tier waits for the process's account beyond its own interval. Only CPU spent
+// outside the tiers (a writer stalled on a slow disk, a bug) can hold them longer: the tiers then
+// keep a floor of figures (RSS every 2 s, the deep tiers every 30 s) rather than none.
+constexpr std::int64_t max_fast_hold_ms = 2'000, max_deep_hold_ms = 30'000;
+
+// A tier held back by the process's account waited `held_ms` beyond what its own account asked:
+// the tier log gives the wait it really had, in steps of 100 ms (a row per change otherwise).
+std::int64_t with_hold(std::int64_t interval_ms, std::int64_t held_ms) {
+    if (held_ms <= 0) return interval_ms;
+    return interval_ms + (held_ms + 99) / 100 * 100;
+}
+
 template <typename Sampler>
 void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
                     const std::vector<ProcessInfo>& now) {
@@ -55,18 +77,22 @@ void forget_missing(Sampler& sampler, const std::vector<ProcessInfo>& before,
 
 } // namespace
 
+double Session::predicted_cost_us(DeepTiers tiers) const {
+    return (tiers.rollup ? deep_cost_us_.rollup : 0) + (tiers.maps ? deep_cost_us_.maps : 0) +
+           (tiers.residency ? deep_cost_us_.residency : 0);
+}
+
 Session::Session(SessionOptions options, TrackerOptions tracker, Recorder& recorder,
                  const RecordingClock& clock)
     : options_(std::move(options)), recorder_(recorder), clock_(clock), tracker_(tracker, clock),
       rollup_(options_.pss_max_age_ms), maps_(options_.maps_min_file_kb),
       residency_(options_.residency),
       fast_interval_(options_.fast_ms, options_.cpu_budget * fast_share),
-      rollup_interval_(options_.rollup_ms,
-                       options_.cpu_budget *
-                           (composite_pss() ? rollup_share + residency_share : rollup_share)),
+      rollup_interval_(options_.rollup_ms, options_.cpu_budget * rollup_share),
       maps_interval_(options_.maps_ms, options_.cpu_budget * maps_share),
       cgroup_interval_(options_.cgroup_ms, options_.cpu_budget * cgroup_share),
-      residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share) {
+      residency_interval_(options_.residency_ms, options_.cpu_budget * residency_share),
+      budget_(options_.cpu_budget) {
     if (options_.markers) {
         markers_.emplace(*options_.markers);
         marker_watch_.emplace(*options_.markers, options_.marker_wake);
@@ -223,7 +249,8 @@ void Session::fast_run(SampleBatch& batch) {
         next_cgroup_ms_ = batch.t_ms + cgroup_interval_.interval_ms();
     }
     const int count = static_cast<int>(snapshot->size());
-    note_tier(batch, "fast", fast_interval_.interval_ms(), fast_interval_.average_cpu_us(), count);
+    note_tier(batch, "fast", with_hold(fast_interval_.interval_ms(), fast_held_ms_),
+              fast_interval_.average_cpu_us(), count);
     note_tier(batch, "cgroup", cgroup_interval_.interval_ms(), cgroup_interval_.average_cpu_us(),
               count);
     push(std::move(batch));
@@ -245,9 +272,23 @@ void Session::fast_loop() {
         fast_run(batch);
         // A run woken early by a marker leaves the regular schedule as it was.
         if (clock_.now_ms() >= due) {
-            due +=
-                clock_.now_ms() < burst_until_ms_ ? options_.fast_ms : fast_interval_.interval_ms();
-            due = std::max(due, clock_.now_ms()); // never try to catch up after a stall
+            const std::int64_t now = clock_.now_ms();
+            const bool burst = now < burst_until_ms_;
+            due += burst ? options_.fast_ms : fast_interval_.interval_ms();
+            due = std::max(due, now); // never try to catch up after a stall
+            // While the whole process is in debt the fast tier waits too (a burst is followed
+            // whatever the budget: docs/recording.md); the deep tiers then wait for the account
+            // to refill, so the fast tier's cost is what is left to them, never a second charge.
+            fast_held_ms_ = 0;
+            if (!burst) {
+                budget_.update(process_cpu_ns(), now);
+                const std::int64_t ready =
+                    std::min(budget_.ready_at(0, now), due + max_fast_hold_ms);
+                if (ready > due) {
+                    fast_held_ms_ = ready - due;
+                    due = ready;
+                }
+            }
         }
     } while (wait_fast(due, woken_by));
 }
@@ -261,26 +302,27 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     }
     batch.t_ms = last_deep_t_ = std::max(clock_.now_ms(), last_deep_t_ + 1);
     const int count = static_cast<int>(live->size());
-    // A joint run: residency walks for the rollup tier's composite PSS, on the rollup's account.
+    // A joint run: residency walks for the rollup tier's composite PSS. Each tier's account pays
+    // its own part, once.
     const bool joint = tiers.rollup && tiers.residency && composite_pss();
+    const std::int64_t run_start = thread_cpu_ns();
     // Residency first: its pagemap walk gives the rollup tier the data files' share of each
     // process at this moment, for composite PSS (RollupSampler).
     FollowedShares followed;
-    std::int64_t residency_cpu_ns = 0;
     if (tiers.residency) {
         const std::int64_t start = thread_cpu_ns();
         residency_.sample(*live, batch.residency, batch.unavailable);
         followed = followed_shares(batch.residency.mapped, ::sysconf(_SC_PAGESIZE) / 1024);
-        residency_cpu_ns = thread_cpu_ns() - start;
-        // A joint run (below) is charged to the rollup tier's account; the residency tier's log
-        // then gives its own cost and the interval it runs at (the sooner of the two accounts').
-        if (joint) {
-            residency_interval_.note_cost(residency_cpu_ns);
-        } else {
-            residency_interval_.observe_run(residency_cpu_ns, clock_.now_ms());
-            note_tier(batch, "residency", residency_interval_.interval_ms(),
-                      residency_interval_.average_cpu_us(), count);
-        }
+        const std::int64_t cost = thread_cpu_ns() - start;
+        residency_interval_.observe_run(cost, clock_.now_ms());
+        deep_cost_us_.residency = static_cast<double>(cost) / 1000.0;
+        // After a joint run the residency tier runs again at the sooner of the two tiers' due
+        // times (deep_loop): that is the interval its log gives.
+        const std::int64_t interval =
+            joint ? std::min(rollup_interval_.interval_ms(), residency_interval_.interval_ms())
+                  : residency_interval_.interval_ms();
+        note_tier(batch, "residency", with_hold(interval, held_ms_),
+                  residency_interval_.average_cpu_us(), count);
     }
     if (tiers.rollup) {
         const std::int64_t start = thread_cpu_ns();
@@ -292,22 +334,23 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
                 total += s.pss.value_or(0);
             total_pss_ = total;
         }
-        rollup_interval_.observe_run(thread_cpu_ns() - start + (joint ? residency_cpu_ns : 0),
-                                     clock_.now_ms());
-        note_tier(batch, "rollup", rollup_interval_.interval_ms(),
+        const std::int64_t cost = thread_cpu_ns() - start;
+        rollup_interval_.observe_run(cost, clock_.now_ms());
+        deep_cost_us_.rollup = static_cast<double>(cost) / 1000.0;
+        note_tier(batch, "rollup", with_hold(rollup_interval_.interval_ms(), held_ms_),
                   rollup_interval_.average_cpu_us(), count);
-        if (joint)
-            note_tier(batch, "residency",
-                      std::min(rollup_interval_.interval_ms(), residency_interval_.interval_ms()),
-                      residency_interval_.average_cpu_us(), count);
     }
     if (tiers.maps) {
         const std::int64_t start = thread_cpu_ns();
         maps_.sample(*live, batch.maps, batch.unavailable);
-        maps_interval_.observe_run(thread_cpu_ns() - start, clock_.now_ms());
-        note_tier(batch, "maps", maps_interval_.interval_ms(), maps_interval_.average_cpu_us(),
-                  count);
+        const std::int64_t cost = thread_cpu_ns() - start;
+        maps_interval_.observe_run(cost, clock_.now_ms());
+        deep_cost_us_.maps = static_cast<double>(cost) / 1000.0;
+        note_tier(batch, "maps", with_hold(maps_interval_.interval_ms(), held_ms_),
+                  maps_interval_.average_cpu_us(), count);
     }
+    budget_.note_run_cost(static_cast<double>(thread_cpu_ns() - run_start) / 1000.0,
+                          clock_.now_ms());
     push(std::move(batch));
     return live;
 }
@@ -337,7 +380,18 @@ void Session::deep_loop() {
         }
         // Composite PSS needs the data files' share now: a rollup sample walks pagemap too.
         if (due.rollup && composite_pss()) due.residency = true;
-        if (due.rollup || due.maps || due.residency) {
+        // The process's account: a run waits until it can be paid whole (a marker's sample does
+        // not: a program may be waiting for its acknowledgement; it is charged all the same).
+        std::int64_t held_until = now;
+        if ((due.rollup || due.maps || due.residency) && requested_boot_ns == 0) {
+            budget_.update(process_cpu_ns(), now);
+            held_until = budget_.ready_at(predicted_cost_us(due), now);
+            if (held_until > now && held_since_ < 0) held_since_ = now;
+            if (held_since_ >= 0) held_until = std::min(held_until, held_since_ + max_deep_hold_ms);
+        }
+        if (held_until <= now && (due.rollup || due.maps || due.residency)) {
+            held_ms_ = held_since_ < 0 ? 0 : now - held_since_;
+            held_since_ = -1;
             SampleBatch batch;
             auto sampled = deep_run(batch, due);
             auto next = [&](const AdaptiveInterval& interval) {
@@ -362,6 +416,8 @@ void Session::deep_loop() {
             next_trim = now + trim_period_ms;
         }
         std::int64_t wake_at = std::min({next_rollup, next_maps, next_residency, next_trim});
+        // Held: the due tiers stay due until the account can pay them.
+        if (held_until > now) wake_at = std::min(held_until, next_trim);
         // A request within the gap after the last one waits for the gap's end, not longer.
         bool pending = false;
         {
@@ -429,6 +485,7 @@ void Session::stop() {
     SampleBatch last;
     fast_run(last);
     SampleBatch deep;
+    held_ms_ = 0;
     deep_run(deep, {true, true, true});
     if (!last.markers.empty()) acknowledge_after_commit(boottime_ns());
     pump();

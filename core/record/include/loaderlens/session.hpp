@@ -5,7 +5,8 @@
 //  - "fast": tree scan, statm/status, markers, cgroup and system figures;
 //  - "deep": smaps_rollup and smaps, which cost ~15 µs per resident MiB, and residency (page
 //    cache and pagemap of the mapped data files).
-// Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval). Batches go
+// Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval), and every
+// tier waits while the whole process's account cannot pay it (ProcessCpuBudget). Batches go
 // through a queue to the thread that owns the Recorder (SQLite connections are not shared).
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "loaderlens/maps_sampler.hpp"
 #include "loaderlens/marker_tail.hpp"
 #include "loaderlens/marker_watch.hpp"
+#include "loaderlens/process_cpu_budget.hpp"
 #include "loaderlens/recorder.hpp"
 #include "loaderlens/residency_sampler.hpp"
 #include "loaderlens/rollup_sampler.hpp"
@@ -103,6 +105,8 @@ class Session {
         bool rollup = false, maps = false, residency = false;
     };
     std::shared_ptr<const std::vector<ProcessInfo>> deep_run(SampleBatch& batch, DeepTiers tiers);
+    // What a deep run of these tiers is expected to cost: each tier's last run (the deep thread's).
+    double predicted_cost_us(DeepTiers tiers) const;
     // LOADERLENS_SAMPLED says boot_ns at the next pump(), after that commits what is queued.
     void acknowledge_after_commit(std::int64_t boot_ns);
     void push(SampleBatch&& batch);
@@ -143,6 +147,14 @@ class Session {
     std::string cgroup_problem_;
     AdaptiveInterval fast_interval_, rollup_interval_, maps_interval_, cgroup_interval_,
         residency_interval_;
+    ProcessCpuBudget budget_;
+    // The deep thread's: each tier's last cost, and since when the due tiers wait for the
+    // process's account (-1: not held) and how long the last run was held.
+    struct {
+        double rollup = 0, maps = 0, residency = 0;
+    } deep_cost_us_;
+    std::int64_t held_since_ = -1, held_ms_ = 0;
+    std::int64_t fast_held_ms_ = 0; // the fast thread's: how long its last wait was held
     std::int64_t next_cgroup_ms_ = 0;
     std::int64_t last_fast_t_ = -1, last_deep_t_ = -1; // each owned by its thread
     bool first_fast_run_ = true;
