@@ -59,6 +59,9 @@ struct Options {
     std::string cache = "written";
     std::vector<Fleet> fleets{{4, 256}, {16, 256}, {64, 256}, {16, 1024}};
     std::set<Fleet> judged{{16, 256}, {16, 1024}};
+    // Each fleet is recorded still, then moving (targets.hpp's Motion); the sweeps need a still
+    // tree.
+    std::vector<Motion> motions{Motion::still, Motion::moving};
     SweepOptions sweeps{.psutil_script = LOADERLENS_PSUTIL_SCRIPT};
     double target_percent = 5.0, target_pagemap = 5.0;
 };
@@ -210,6 +213,39 @@ void print_recorder(const std::vector<RecorderRun>& runs, const std::vector<bool
                     static_cast<double>(r.peak_pss.value_or(0)) / 1024);
 }
 
+// PSS at 1 s ticks against the kernel at stopped moments (fleet_recorder.hpp's PssCheck), beside
+// what psutil's memory_full_info() sweep of the same still fleet costs at 1 Hz.
+void print_pss(const std::vector<RecorderRun>& runs, const std::vector<FleetResult>& results,
+               Tally& tally) {
+    std::printf("\n== PSS: the recorder's rows against smaps_rollup read by the bench at stopped "
+                "moments (tree SIGSTOPped 1.5 s every 3 s) ==\n");
+    std::printf("%-26s %8s %9s %9s %8s %9s %9s %9s %15s %10s %s\n", "scenario", "moments",
+                "worst sum", "mean sum", "worst 1", "interval", "mean age", "max age",
+                "fresh/comp/kept", "psutil 1Hz", "result (sum <= 1%)");
+    for (const RecorderRun& r : runs) {
+        if (r.pss.moments == 0) continue;
+        const auto g = r.gaps.find("rollup");
+        double psutil = -1;
+        for (const FleetResult& f : results)
+            if (r.name.starts_with(f.fleet.name() + " ")) psutil = f.sweeps.psutil.median() / 1e4;
+        char psutil_text[16] = "-";
+        if (psutil >= 0) std::snprintf(psutil_text, sizeof psutil_text, "%.2f%%", psutil);
+        char rows[32];
+        std::snprintf(rows, sizeof rows, "%d/%d/%d", r.pss.fresh_rows, r.pss.composite_rows,
+                      r.pss.kept_rows);
+        std::printf("%-26s %4d/%-3d %8.3f%% %8.3f%% %7.2f%% %7.0fms %7.0fms %7.0fms %15s %10s %s\n",
+                    r.name.c_str(), r.pss.matched, r.pss.moments, 100 * r.pss.worst_sum,
+                    100 * r.pss.mean_sum, 100 * r.pss.worst_process,
+                    g == r.gaps.end() ? 0.0 : g->second.worst_mean_ms, r.pss.mean_age_ms,
+                    r.pss.max_age_ms, rows, psutil_text,
+                    r.pss.matched == 0 ? "no tick inside a stopped window"
+                                       : tally.judge(r.pss.worst_sum <= 0.01));
+    }
+    std::printf("(worst 1: the largest error of one process's PSS; interval: the worst mean "
+                "interval between a process's PSS rows; age: of the kernel reading a row "
+                "carries; fresh/comp/kept: rows read afresh, composite, kept)\n");
+}
+
 // Drops the (flushed, unmapped) file from the page cache and reads it back in 1 MiB pieces: the
 // readahead's large folios. (Left to the workers' concurrent first touches, only 12-44% of the
 // mappings ended up 2 MiB-mapped.)
@@ -226,6 +262,7 @@ void read_back(const std::string& path) {
 int usage() {
     std::fprintf(stderr, "usage: loaderlens_bench_fleet [--cli PATH] [--seconds N] [--fleets "
                          "WxMIB,...] [--judge WxMIB,...]\n"
+                         "  [--motion still|moving|still,moving]\n"
                          "  [--rounds N] [--cache written|read] [--python PATH]\n"
                          "  [--psutil-script PATH] [--smem PATH]\n");
     return 2;
@@ -268,6 +305,11 @@ int main(int argc, char** argv) {
                 o.fleets = fleets;
             else
                 o.judged = {fleets.begin(), fleets.end()};
+        } else if (arg == "--motion") {
+            o.motions.clear();
+            if (value.find("still") != std::string::npos) o.motions.push_back(Motion::still);
+            if (value.find("moving") != std::string::npos) o.motions.push_back(Motion::moving);
+            if (o.motions.empty()) return usage();
         } else if (arg == "--cache" && (value == "written" || value == "read")) {
             o.cache = value;
         } else if (arg == "--python") {
@@ -310,23 +352,31 @@ int main(int argc, char** argv) {
         std::vector<std::string> loads;
         for (const Fleet& f : o.fleets) {
             loads.push_back(f.name() + ": " + load_average());
-            std::fprintf(stderr, "%s: starting the tree...\n", f.name().c_str());
-            const TargetTree tree(files[f.mib], f.workers);
-            std::int64_t rss_kib = 0; // the file must really be resident in every worker
-            for (pid_t w : children_of(tree.leader()))
-                rss_kib += resident_kib(w);
-            if (static_cast<std::size_t>(rss_kib) * 1024 < f.workers * f.mib * mib)
-                throw SetupError(f.name() + ": the workers do not have the file resident");
-            std::fprintf(stderr, "%s: sweeps...\n", f.name().c_str());
-            FleetResult result{f, measure_sweeps(tree, files[f.mib], o.sweeps), {}};
-            result.recorder = record_tree(o.cli, o.seconds, scratch, f.name(), tree);
-            runs.push_back(result.recorder);
-            judged.push_back(o.judged.contains(f));
-            results.push_back(std::move(result));
+            for (const Motion motion : o.motions) {
+                const bool still = motion == Motion::still;
+                const std::string name = f.name() + (still ? " still" : " moving");
+                std::fprintf(stderr, "%s: starting the tree...\n", name.c_str());
+                const TargetTree tree(files[f.mib], f.workers, motion);
+                std::int64_t rss_kib = 0; // the file must really be resident in every worker
+                for (pid_t w : children_of(tree.leader()))
+                    rss_kib += resident_kib(w);
+                if (still && static_cast<std::size_t>(rss_kib) * 1024 < f.workers * f.mib * mib)
+                    throw SetupError(f.name() + ": the workers do not have the file resident");
+                FleetResult result{f, {}, {}};
+                if (still) {
+                    std::fprintf(stderr, "%s: sweeps...\n", name.c_str());
+                    result.sweeps = measure_sweeps(tree, files[f.mib], o.sweeps);
+                }
+                result.recorder = record_tree(o.cli, o.seconds, scratch, name, tree, true);
+                runs.push_back(result.recorder);
+                judged.push_back(o.judged.contains(f));
+                if (still) results.push_back(std::move(result));
+            }
         }
         Tally tally;
         print_sweeps(results, o, tally);
         print_recorder(runs, judged, o, tally);
+        print_pss(runs, results, tally);
         std::printf("\nload average before each fleet:");
         for (const std::string& l : loads)
             std::printf(" %s;", l.c_str());

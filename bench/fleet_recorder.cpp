@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sys/wait.h>
@@ -106,10 +108,116 @@ std::map<std::string, TierGaps> tier_gaps(const RecordingData& data, std::int64_
             {"residency", gaps_of(residency, from_ms, to)}};
 }
 
+std::int64_t unix_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// Pss of smaps_rollup (KiB), -1 when unreadable.
+std::int64_t fresh_pss_kb(pid_t pid) {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/smaps_rollup").c_str(), "r");
+    if (!f) return -1;
+    char line[256];
+    std::int64_t kb = -1;
+    while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "Pss:", 4) == 0) kb = std::atoll(line + 4);
+    std::fclose(f);
+    return kb;
+}
+
+// One stopped window: [from, to] on the wall clock (ms) and the fresh PSS by pid.
+struct Moment {
+    std::int64_t from_ms = 0, to_ms = 0;
+    std::map<pid_t, std::int64_t> pss_kb;
+};
+
+Moment stopped_moment(const TargetTree& tree) {
+    Moment m;
+    std::vector<pid_t> pids = children_of(tree.leader());
+    pids.push_back(tree.leader());
+    kill(-tree.leader(), SIGSTOP);
+    // The group is stopped once every member shows state T: the fresh reading is of a still tree.
+    for (int tries = 0; tries < 200; ++tries) {
+        bool all = true;
+        for (pid_t p : pids) {
+            std::FILE* f = std::fopen(("/proc/" + std::to_string(p) + "/stat").c_str(), "r");
+            char text[512] = {};
+            if (f) {
+                if (!std::fgets(text, sizeof text, f)) text[0] = 0;
+                std::fclose(f);
+            }
+            const char* close = std::strrchr(text, ')');
+            if (close && close[2] != 'T') all = false;
+        }
+        if (all) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    m.from_ms = unix_ms();
+    for (pid_t p : pids)
+        if (const std::int64_t kb = fresh_pss_kb(p); kb >= 0) m.pss_kb[p] = kb;
+    // Long enough for a 1 s rollup tick to start and end inside the window.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    m.to_ms = unix_ms();
+    kill(-tree.leader(), SIGCONT);
+    return m;
+}
+
+PssCheck check_moments(const RecordingData& data, const std::vector<Moment>& moments,
+                       std::int64_t start_unix_ms, std::int64_t from_ms) {
+    PssCheck c;
+    std::map<std::int64_t, pid_t> pid_of;
+    for (const ProcessInfo& p : data.processes)
+        pid_of[p.id] = p.key.pid;
+    // Rollup ticks: rows sharing a t_ms.
+    std::map<std::int64_t, std::vector<const RollupSample*>> ticks;
+    int rows = 0;
+    double age_sum = 0;
+    for (const auto& row : data.rollup) {
+        if (!row.sample.pss) continue;
+        ticks[row.t_ms].push_back(&row.sample);
+        if (row.t_ms < from_ms) continue;
+        const double age = static_cast<double>(row.sample.age_ms);
+        age_sum += age;
+        ++rows;
+        c.max_age_ms = std::max(c.max_age_ms, age);
+        (row.sample.pss_computed ? c.composite_rows
+         : row.sample.age_ms > 0 ? c.kept_rows
+                                 : c.fresh_rows)++;
+    }
+    c.mean_age_ms = rows ? age_sum / rows : 0;
+    double sum_errors = 0;
+    for (const Moment& m : moments) {
+        ++c.moments;
+        // A tick stamped after the stop and early enough to have read everyone before SIGCONT.
+        const auto tick = ticks.lower_bound(m.from_ms - start_unix_ms + 20);
+        if (tick == ticks.end() || tick->first > m.to_ms - start_unix_ms - 600) continue;
+        double recorded = 0, fresh = 0;
+        for (const RollupSample* s : tick->second) {
+            const auto pid = pid_of.find(s->process_id);
+            if (pid == pid_of.end()) continue;
+            const auto kb = m.pss_kb.find(pid->second);
+            if (kb == m.pss_kb.end() || kb->second <= 0) continue;
+            recorded += static_cast<double>(*s->pss);
+            fresh += static_cast<double>(kb->second);
+            c.worst_process =
+                std::max(c.worst_process, std::abs(static_cast<double>(*s->pss - kb->second)) /
+                                              static_cast<double>(kb->second));
+        }
+        if (fresh <= 0) continue;
+        ++c.matched;
+        const double error = std::abs(recorded - fresh) / fresh;
+        sum_errors += error;
+        c.worst_sum = std::max(c.worst_sum, error);
+    }
+    c.mean_sum = c.matched ? sum_errors / c.matched : 0;
+    return c;
+}
+
 } // namespace
 
 RecorderRun record_tree(const std::string& cli, int seconds, Scratch& scratch,
-                        const std::string& name, const TargetTree& tree) {
+                        const std::string& name, const TargetTree& tree, bool check_pss) {
     const std::string db = scratch.path_for("record-" + std::to_string(tree.leader()) + ".db");
     const std::string pid_text = std::to_string(tree.leader());
     std::fprintf(stderr, "%s: recording pid %s for %d s...\n", name.c_str(), pid_text.c_str(),
@@ -131,6 +239,11 @@ RecorderRun record_tree(const std::string& cli, int seconds, Scratch& scratch,
     std::this_thread::sleep_until(start + std::chrono::duration<double>(warmup_s));
     expect_running(recorder);
     const double cpu_warm = cpu_seconds(recorder), wall_warm = seconds_since(start);
+    std::vector<Moment> moments;
+    while (check_pss && seconds_since(start) + 3.5 < seconds) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        moments.push_back(stopped_moment(tree));
+    }
     std::this_thread::sleep_until(start + std::chrono::seconds(seconds));
     expect_running(recorder);
     RecorderRun r{name, tree.processes()};
@@ -147,7 +260,12 @@ RecorderRun record_tree(const std::string& cli, int seconds, Scratch& scratch,
     r.peak_rss = report.totals.rss.value;
     r.peak_pss = report.totals.pss.value;
     r.tiers = report.tiers;
-    r.gaps = tier_gaps(recording.read_all(), static_cast<std::int64_t>(warmup_s * 1000));
+    const RecordingData data = recording.read_all();
+    r.gaps = tier_gaps(data, static_cast<std::int64_t>(warmup_s * 1000));
+    const auto start_ns = data.meta.find("start_unix_ns");
+    if (start_ns != data.meta.end())
+        r.pss = check_moments(data, moments, std::stoll(start_ns->second) / 1000000,
+                              static_cast<std::int64_t>(warmup_s * 1000));
     return r;
 }
 

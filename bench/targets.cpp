@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "targets.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -66,8 +67,8 @@ void die_with_parent(pid_t expected_parent, int ready_fd) {
 
 // Maps `file` read-only and shared, as a loader maps a dataset, and reads one byte of every page
 // so that the whole file is in this process's page tables (RSS = file size).
-void map_and_touch(const char* file, int ready_fd) {
-    if (!*file) return;
+void* map_and_touch(const char* file, int ready_fd, std::size_t* mapped = nullptr) {
+    if (!*file) return nullptr;
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) child_fail(ready_fd);
     struct stat st {};
@@ -82,6 +83,45 @@ void map_and_touch(const char* file, int ready_fd) {
     for (std::size_t off = 0; off < size; off += page)
         sum += bytes[off];
     [[maybe_unused]] volatile unsigned keep = sum;
+    if (mapped) *mapped = size;
+    return map;
+}
+
+// Motion::moving (targets.hpp): reports ready, then moves until killed.
+[[noreturn]] void report_ready_and_move(void* map, std::size_t size, int ready_fd) {
+    const char r = 'R';
+    if (write(ready_fd, &r, 1) != 1) _exit(1);
+    close(ready_fd);
+    constexpr std::size_t anon_cap = 64 * mib, anon_step = 256 * 1024;
+    auto* anon = static_cast<unsigned char*>(
+        mmap(nullptr, anon_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (anon == MAP_FAILED) _exit(1);
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    auto* bytes = static_cast<unsigned char*>(map);
+    std::uint64_t state = 0x2545f4914f6cdd1dULL ^ static_cast<std::uint64_t>(getpid());
+    const auto random_mib = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        const std::size_t pieces = std::max<std::size_t>(1, size / mib);
+        return (state % pieces) * mib;
+    };
+    std::size_t written = 0;
+    unsigned sum = 0;
+    for (;;) {
+        if (size >= mib) {
+            madvise(bytes + random_mib(), mib, MADV_DONTNEED);
+            const std::size_t from = random_mib();
+            for (std::size_t off = 0; off < mib; off += page)
+                sum += static_cast<const volatile unsigned char*>(bytes)[from + off];
+        }
+        if (written + anon_step <= anon_cap) {
+            std::memset(anon + written, 1, anon_step);
+            written += anon_step;
+        }
+        [[maybe_unused]] volatile unsigned keep = sum;
+        usleep(100 * 1000);
+    }
 }
 
 [[noreturn]] void report_ready_and_wait(int ready_fd) {
@@ -199,7 +239,8 @@ std::string Scratch::make_file(const std::string& name, std::size_t bytes) {
     return path;
 }
 
-TargetTree::TargetTree(const std::string& file, int workers, std::chrono::seconds timeout)
+TargetTree::TargetTree(const std::string& file, int workers, Motion motion,
+                       std::chrono::seconds timeout)
     : workers_(workers) {
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0)
@@ -224,7 +265,9 @@ TargetTree::TargetTree(const std::string& file, int workers, std::chrono::second
             if (worker < 0) child_fail(ready[1]);
             if (worker == 0) {
                 die_with_parent(self, ready[1]);
-                map_and_touch(file_c, ready[1]);
+                std::size_t size = 0;
+                void* map = map_and_touch(file_c, ready[1], &size);
+                if (motion == Motion::moving && map) report_ready_and_move(map, size, ready[1]);
                 report_ready_and_wait(ready[1]);
             }
         }

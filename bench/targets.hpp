@@ -54,11 +54,20 @@ class Scratch {
     std::vector<std::string> files_;
 };
 
+// What a fleet's workers do once they have touched the file: wait (still), or keep moving as a
+// data loader does: every 100 ms drop a random 1 MiB of their mapping of the file
+// (MADV_DONTNEED), touch another random 1 MiB of it, and write 256 KiB of new anonymous memory
+// (up to 64 MiB).
+enum class Motion { still, moving };
+
 // A forked process tree: `leader` maps `file` (if not empty) and touches every page, or forks
 // `workers` children that each do so while the leader only waits. Ready when constructed.
 class TargetTree {
   public:
     TargetTree(const std::string& file, int workers,
+               std::chrono::seconds timeout = std::chrono::seconds(180))
+        : TargetTree(file, workers, Motion::still, timeout) {}
+    TargetTree(const std::string& file, int workers, Motion motion,
                std::chrono::seconds timeout = std::chrono::seconds(180));
     ~TargetTree(); // SIGKILLs the whole group and reaps it
     TargetTree(const TargetTree&) = delete;

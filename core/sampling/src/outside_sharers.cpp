@@ -4,6 +4,7 @@
 #include "loaderlens/pagemap.hpp"
 #include "loaderlens/proc_text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -50,6 +51,9 @@ count_outside_sharers(const std::set<pid_t>& tree,
                       const std::set<std::pair<std::uint64_t, std::uint64_t>>& files) {
     OutsideSharerCount result;
     if (files.empty()) return result;
+    std::multimap<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_inode;
+    for (const auto& file : files)
+        by_inode.emplace(file.second, file);
     DIR* proc = ::opendir("/proc");
     if (!proc) return result;
     const pid_t self = ::getpid();
@@ -68,9 +72,10 @@ count_outside_sharers(const std::set<pid_t>& tree,
         std::set<std::pair<std::uint64_t, std::uint64_t>> seen; // one count per process
         for (const FileMapping& m : parse_file_mappings(*text)) {
             // Inode only for the device: see ResidencySampler (btrfs, overlayfs device numbers).
-            for (const auto& file : files)
-                if (file.second == m.inode && (file.first == m.device || file.first == 0))
-                    seen.insert(file);
+            // By inode: the rollup tier asks about every file the tree maps, libraries too.
+            for (auto it = by_inode.lower_bound(m.inode);
+                 it != by_inode.end() && it->first == m.inode; ++it)
+                if (it->second.first == m.device || it->second.first == 0) seen.insert(it->second);
         }
         // Only a process that maps a followed file has its ancestry read.
         if (seen.empty() || descends_from_tree(pid, tree, ancestry)) continue;
@@ -79,6 +84,32 @@ count_outside_sharers(const std::set<pid_t>& tree,
     }
     ::closedir(proc);
     return result;
+}
+
+std::map<FileKey, TreeFile> files_of_tree(const std::set<pid_t>& tree) {
+    std::map<FileKey, std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges;
+    std::map<FileKey, TreeFile> files;
+    for (pid_t pid : tree) {
+        auto text = read_text_file("/proc/" + std::to_string(pid) + "/maps");
+        if (!text) continue;
+        std::set<FileKey> seen;
+        for (const FileMapping& m : parse_file_mappings(*text)) {
+            const FileKey key{m.device, m.inode};
+            ranges[key].push_back({m.offset, m.offset + (m.end - m.start)});
+            if (seen.insert(key).second) ++files[key].mappers;
+        }
+    }
+    for (auto& [key, spans] : ranges) { // the union of the file's mapped ranges
+        std::sort(spans.begin(), spans.end());
+        std::uint64_t covered = 0, reach = 0;
+        for (const auto& [from, to] : spans) {
+            const std::uint64_t start = std::max(from, reach);
+            if (to > start) covered += to - start;
+            reach = std::max(reach, to);
+        }
+        files[key].covered = covered;
+    }
+    return files;
 }
 
 } // namespace loaderlens

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fcntl.h>
+#include <set>
 #include <unistd.h>
 
 namespace loaderlens {
@@ -63,7 +65,7 @@ bool RollupSampler::read_rollup(const ProcessInfo& info, State& state, Problems&
 }
 
 RollupSample RollupSampler::composite(const State& state, const FollowedShare& now,
-                                      std::int64_t age_ms) {
+                                      std::int64_t anon_kb, std::int64_t age_ms) {
     const FollowedShare& then = *state.share_at_read;
     RollupSample row = state.reading;
     auto shift = [](Kib& figure, std::int64_t from, std::int64_t to) {
@@ -72,6 +74,9 @@ RollupSample RollupSampler::composite(const State& state, const FollowedShare& n
     shift(row.rss, then.rss_kb, now.rss_kb);
     shift(row.pss, then.pss_kb, now.pss_kb);
     shift(row.pss_file, then.pss_kb, now.pss_kb);
+    shift(row.rss, 0, anon_kb);
+    shift(row.pss, 0, anon_kb);
+    shift(row.pss_anon, 0, anon_kb);
     // Which of the data files' pages are clean or dirty, shared or private, is not computed.
     row.shared_clean = row.shared_dirty = row.private_clean = row.private_dirty = std::nullopt;
     row.pss_computed = now.pss_kb;
@@ -93,12 +98,20 @@ std::int64_t slack_kb(std::int64_t tree_pss_kb) {
 }
 } // namespace
 
-bool RollupSampler::rest_stood(const State& state, const FollowedShare& now,
-                               std::int64_t resident_pages) const {
-    if (resident_pages < 0 || state.resident_at_read < 0) return false;
+std::optional<std::int64_t> RollupSampler::rest_stood(const State& state, const FollowedShare& now,
+                                                      const ProcessKey& key) const {
+    const std::int64_t resident_pages = stillness_.resident_pages(key);
+    const std::int64_t anon_pages = stillness_.anon_pages(key);
+    if (resident_pages < 0 || state.resident_at_read < 0 || anon_pages < 0 ||
+        state.anon_at_read < 0)
+        return std::nullopt;
+    // Less anonymous memory than at the reading: what was dropped may have been shared.
+    const std::int64_t anon_kb = (anon_pages - state.anon_at_read) * kib_per_page();
+    if (anon_kb < 0) return std::nullopt;
     const std::int64_t moved = (resident_pages - state.resident_at_read) * kib_per_page() -
-                               (now.rss_kb - state.share_at_read->rss_kb);
-    return std::abs(moved) <= slack_kb(tree_pss_kb_);
+                               (now.rss_kb - state.share_at_read->rss_kb) - anon_kb;
+    if (std::abs(moved) > slack_kb(tree_pss_kb_)) return std::nullopt;
+    return anon_kb;
 }
 
 std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State& state,
@@ -121,10 +134,20 @@ std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State&
         share && state.share_rss_kb >= 0 ? share->rss_kb - state.share_rss_kb : 0;
     const std::int64_t grown_pages = std::max<std::int64_t>(0, share_kb) / kib_per_page();
     const std::int64_t read_in = std::min(std::max<std::int64_t>(0, major), grown_pages);
-    const std::int64_t explained_faults =
+    std::int64_t explained_faults =
         read_in + (grown_pages - read_in + fault_around_pages - 1) / fault_around_pages;
+    // New private anonymous pages (rollup_sampler.hpp), when no major fault is left unexplained.
+    std::int64_t anon_kb = 0;
+    if (step->now.shared >= 0 && step->before.shared >= 0 && major <= read_in) {
+        const std::int64_t anon_pages =
+            (step->now.resident - step->now.shared) - (step->before.resident - step->before.shared);
+        if (anon_pages > 0) {
+            anon_kb = anon_pages * kib_per_page();
+            explained_faults += anon_pages;
+        }
+    }
     return std::max<std::int64_t>(0, faults - explained_faults) * kib_per_page() +
-           std::abs(resident_kb - share_kb);
+           std::abs(resident_kb - share_kb - anon_kb);
 }
 
 void RollupSampler::note_moves(const std::vector<ProcessInfo>& live,
@@ -147,6 +170,37 @@ void RollupSampler::note_moves(const std::vector<ProcessInfo>& live,
     }
 }
 
+void RollupSampler::look_outside(const std::vector<ProcessInfo>& live, std::int64_t now_ms) {
+    // Outside mappers this many or more: a system library (rollup_sampler.hpp).
+    constexpr int system_wide = 4;
+    std::set<pid_t> tree;
+    for (const ProcessInfo& info : live)
+        tree.insert(info.key.pid);
+    const auto files = files_of_tree(tree);
+    std::set<FileKey> keys;
+    for (const auto& [key, file] : files)
+        keys.insert(key);
+    const OutsideSharerCount outside = count_outside_sharers(tree, keys);
+    std::map<FileKey, int> now;
+    double moved_kb = 0, could_kb = 0;
+    for (const auto& [key, file] : files) {
+        auto found = outside.sharers.find(key);
+        const int m = found == outside.sharers.end() ? 0 : found->second;
+        now[key] = m;
+        const double k = file.mappers, covered_kb = static_cast<double>(file.covered) / 1024;
+        // A file the tree did not map at the last look: mapping it moved nothing, its pages
+        // faulted in are the tree's own movement.
+        if (auto before = outside_.find(key); looked_ && before != outside_.end())
+            moved_kb += covered_kb * std::abs(k / (k + before->second) - k / (k + m));
+        if (m > 0 && m < system_wide) could_kb += covered_kb * m / (k + m);
+    }
+    drift_kb_ += static_cast<std::int64_t>(std::ceil(moved_kb));
+    may_outlive_ = could_kb <= static_cast<double>(slack_kb(tree_pss_kb_));
+    outside_ = std::move(now);
+    looked_ = true;
+    looked_ms_ = now_ms;
+}
+
 void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<RollupSample>& out,
                            Problems& problems, const FollowedShares* followed) {
     const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -156,12 +210,16 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
     // Only when kept readings are allowed: a full sweep needs no look.
     const bool still = max_age_ms_ > 0 && stillness_.look(live);
     if (max_age_ms_ > 0) note_moves(live, followed);
+    if (max_age_ms_ > 0 && safety_age_ms_ > max_age_ms_ &&
+        (!looked_ || now_ms - looked_ms_ >= max_age_ms_))
+        look_outside(live, now_ms);
     for (const ProcessInfo& info : live) {
         State& state = states_[info.key];
         const std::int64_t age = now_ms - state.read_ms;
         // Young, and nothing moved in the tree since the reading but the followed files' pages
         // (or less than the slack: the few faults of a process's own stack and heap).
-        const bool young = max_age_ms_ > 0 && state.has_reading && age < max_age_ms_ &&
+        const bool in_age = age < max_age_ms_ || (may_outlive_ && age < safety_age_ms_);
+        const bool young = max_age_ms_ > 0 && state.has_reading && in_age &&
                            drift_kb_ - state.drift_at_read <= slack_kb(tree_pss_kb_);
         if (still && young) {
             // The last row (a composite's computed part stands still with the tree too).
@@ -177,10 +235,11 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         }
         // The same files as at the reading (a file mapped or dropped since moves the rest too),
         // and the rest's resident memory where it was.
+        std::optional<std::int64_t> anon_kb;
         if (young && share && state.share_at_read &&
             state.share_at_read->file_ids == share->file_ids &&
-            rest_stood(state, *share, stillness_.resident_pages(info.key))) {
-            state.last_row = composite(state, *share, age);
+            (anon_kb = rest_stood(state, *share, info.key))) {
+            state.last_row = composite(state, *share, *anon_kb, age);
             out.push_back(state.last_row);
             ++composite_last_;
             continue;
@@ -191,6 +250,7 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         state.share_at_read.reset();
         if (share && state.reading.pss && state.reading.rss) state.share_at_read = *share;
         state.resident_at_read = stillness_.resident_pages(info.key);
+        state.anon_at_read = stillness_.anon_pages(info.key);
         state.drift_at_read = drift_kb_;
         state.last_row = state.reading;
         out.push_back(state.reading);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sys/types.h>
 #include <utility>
+#include <vector>
 
 namespace loaderlens {
 
@@ -30,5 +31,16 @@ struct OutsideSharerCount {
 OutsideSharerCount
 count_outside_sharers(const std::set<pid_t>& tree,
                       const std::set<std::pair<std::uint64_t, std::uint64_t>>& files);
+
+// A file the tree maps, for the rollup tier's look outside (RollupSampler): how many of the
+// tree's processes map it, and the bytes of the file the union of their mappings covers (at most
+// what of it the tree can have present).
+struct TreeFile {
+    int mappers = 0;
+    std::uint64_t covered = 0;
+};
+using FileKey = std::pair<std::uint64_t, std::uint64_t>; // (device, inode)
+// From the tree's /proc/PID/maps; a process whose maps cannot be read is left out.
+std::map<FileKey, TreeFile> files_of_tree(const std::set<pid_t>& tree);
 
 } // namespace loaderlens

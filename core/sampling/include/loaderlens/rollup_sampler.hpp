@@ -3,10 +3,12 @@
 #pragma once
 
 #include "loaderlens/followed_share.hpp"
+#include "loaderlens/outside_sharers.hpp"
 #include "loaderlens/sampler_problems.hpp"
 #include "loaderlens/tree_stillness.hpp"
 #include "loaderlens/types.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,7 +38,23 @@ namespace loaderlens {
 //    break adds its page; a page mapped by one more process only moves the shares), so Σ PSS,
 //    and each process's PSS, stays within 0.5% of Σ PSS of a fresh sweep.
 // While the tree stands still the last rows are recorded again with their age. A sharer outside
-// the tree is not seen: `max_age_ms` bounds how stale a reading gets.
+// the tree is not seen by these looks, so every `max_age_ms` the tier looks outside: the files the
+// tree maps (its maps) and how many processes outside it map each (every process's maps,
+// outside_sharers.hpp). A change in that count moves the tree's Σ share of a file's pages from
+// k/(k+m) to k/(k+m'): bounded by the bytes of the file the tree maps, it is added to the drift
+// above. Outside mappers that stay can still fault pages in or drop them; where a file has 1-3 of
+// them (another job's workers on the same dataset), what they could move (covered bytes x m/(k+m))
+// is summed, and past the slack a reading is kept no longer than `max_age_ms`. Files mapped by 4 or
+// more outside processes are the system's libraries: their pages are present in most of those
+// processes already, and what their churn moves is measured, not bounded (docs/figures.md).
+// Otherwise a reading is kept up to `safety_age_ms`: a still tree is walked once a minute, not
+// every 5 s.
+//
+// A process's new anonymous memory (statm's resident - shared, RssAnon, up by X pages with at
+// most X faults, none of them a major fault the data files do not explain) is its own private
+// pages: its PSS rises by X and nobody else's moves. A
+// copy-on-write break leaves RssAnon where it was and counts as a fault; a swap-in is a major
+// fault. So that growth is not movement: composite rows carry it (PSS, Pss_Anon and RSS + X).
 //
 // PSS of a moving process without walking its data files again: given the followed data files'
 // share of each process computed from pagemap in the same run (FollowedShares), a process read
@@ -50,7 +68,10 @@ class RollupSampler {
   public:
     // `max_age_ms` 0 (the default): read every process at every sample, a full PSS sweep. The
     // recorder's session keeps readings up to 5 s (SessionOptions::pss_max_age_ms).
-    explicit RollupSampler(std::int64_t max_age_ms = 0) : max_age_ms_(max_age_ms) {}
+    // `safety_age_ms`: how long a reading may be kept while the looks outside find nothing that
+    // moved it; at most `max_age_ms` when not above it.
+    explicit RollupSampler(std::int64_t max_age_ms = 0, std::int64_t safety_age_ms = 60000)
+        : max_age_ms_(max_age_ms), safety_age_ms_(std::max(max_age_ms, safety_age_ms)) {}
     ~RollupSampler();
     RollupSampler(const RollupSampler&) = delete;
     RollupSampler& operator=(const RollupSampler&) = delete;
@@ -63,6 +84,8 @@ class RollupSampler {
     int read_last() const { return read_last_; }
     // Processes given a composite row at the last sample.
     int composite_last() const { return composite_last_; }
+    // Whether the last look outside lets readings be kept beyond `max_age_ms`.
+    bool may_outlive() const { return may_outlive_; }
 
   private:
     struct State {
@@ -73,6 +96,7 @@ class RollupSampler {
         // The followed files' share when the reading was taken (empty: no composite from it).
         std::optional<FollowedShare> share_at_read;
         std::int64_t resident_at_read = -1; // statm pages at the reading's look
+        std::int64_t anon_at_read = -1;     // statm resident - shared pages then
         std::int64_t drift_at_read = 0;     // drift_kb_ when the reading was taken
         RollupSample last_row;              // recorded again while the tree stands still
         // The followed files' present pages (KiB) at the previous sample; -1: none.
@@ -84,15 +108,22 @@ class RollupSampler {
                                 const FollowedShare* share) const;
     // Adds what moved in the tree since the last sample to drift_kb_.
     void note_moves(const std::vector<ProcessInfo>& live, const FollowedShares* followed);
-    bool rest_stood(const State& state, const FollowedShare& now,
-                    std::int64_t resident_pages) const;
+    // The look outside the tree (above): adds what a change of outside mappers moved to drift_kb_.
+    void look_outside(const std::vector<ProcessInfo>& live, std::int64_t now_ms);
+    // The anonymous memory grown since the reading (KiB), when the rest stood otherwise; empty
+    // when it moved.
+    std::optional<std::int64_t> rest_stood(const State& state, const FollowedShare& now,
+                                           const ProcessKey& key) const;
     static RollupSample composite(const State& state, const FollowedShare& now,
-                                  std::int64_t age_ms);
+                                  std::int64_t anon_kb, std::int64_t age_ms);
     int open_rollup(const ProcessInfo& info, Problems& problems);
     // smaps_rollup afresh; false when there is nothing to record (gone, unreadable).
     bool read_rollup(const ProcessInfo& info, State& state, Problems& problems);
 
-    std::int64_t max_age_ms_;
+    std::int64_t max_age_ms_, safety_age_ms_;
+    std::int64_t looked_ms_ = 0;
+    bool looked_ = false, may_outlive_ = false;
+    std::map<FileKey, int> outside_; // outside mappers of each of the tree's files at the last look
     // Movement in the tree that may change some process's PSS beyond what a composite computes,
     // summed sample by sample (KiB; a birth or an exit counts as `everything`): a kept or
     // composite reading stays in use only while less than its slack came since it was taken. A

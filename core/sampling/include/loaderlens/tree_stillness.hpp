@@ -33,6 +33,13 @@ class TreeStillness {
         return it == states_.end() ? -1 : it->second.last.resident;
     }
 
+    // statm's resident minus shared pages (RssAnon) at the last look; -1 when unreadable.
+    std::int64_t anon_pages(const ProcessKey& key) const {
+        auto it = states_.find(key);
+        if (it == states_.end() || it->second.last.resident < 0) return -1;
+        return it->second.last.resident - it->second.last.shared;
+    }
+
     struct Movement {
         std::int64_t resident = -1, shared = -1; // statm pages; -1: unreadable
         std::uint64_t faults = 0;                // minor + major
