@@ -54,8 +54,8 @@ bool ExitWatcher::kernel_supports_pidfd_exit_info() {
     return supported;
 }
 
-ExitWatcher::ExitWatcher(bool use_pidfd)
-    : active_(use_pidfd && kernel_supports_pidfd_exit_info()) {}
+ExitWatcher::ExitWatcher(bool use_pidfd, bool poll_exits)
+    : active_(use_pidfd && kernel_supports_pidfd_exit_info()), poll_exits_(poll_exits) {}
 
 ExitWatcher::~ExitWatcher() {
     for (const auto& [key, fd] : pidfds_)
@@ -63,7 +63,7 @@ ExitWatcher::~ExitWatcher() {
 }
 
 void ExitWatcher::watch(const ProcessKey& key) {
-    if (!active_ || pidfds_.contains(key)) return;
+    if ((!active_ && !poll_exits_) || pidfds_.contains(key)) return;
     const int fd = pidfd_open(key.pid);
     if (fd >= 0) pidfds_.emplace(key, fd);
 }
@@ -71,10 +71,25 @@ void ExitWatcher::watch(const ProcessKey& key) {
 std::optional<int> ExitWatcher::take_exit_status(const ProcessKey& key) {
     auto found = pidfds_.find(key);
     if (found == pidfds_.end()) return std::nullopt;
-    auto status = exit_status_of(found->second);
+    auto status = active_ ? exit_status_of(found->second) : std::nullopt;
     close(found->second);
     pidfds_.erase(found);
     return status;
+}
+
+std::vector<ProcessKey> ExitWatcher::exited() {
+    std::vector<ProcessKey> ended;
+    polls_.clear();
+    for (const auto& [key, fd] : pidfds_)
+        polls_.push_back({fd, POLLIN, 0});
+    if (polls_.empty() || ::poll(polls_.data(), polls_.size(), 0) <= 0) return ended;
+    auto it = pidfds_.begin();
+    for (const pollfd& polled : polls_) {
+        // POLLHUP or POLLERR too: nothing more will come from it, read its stat to know.
+        if (polled.revents != 0) ended.push_back(it->first);
+        ++it;
+    }
+    return ended;
 }
 
 } // namespace loaderlens

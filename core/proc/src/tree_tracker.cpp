@@ -7,6 +7,7 @@
 #include <charconv>
 #include <dirent.h>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace loaderlens {
@@ -36,7 +37,8 @@ std::string read_cmdline(pid_t pid) {
 
 TreeTracker::TreeTracker(TrackerOptions options, const RecordingClock& clock)
     : options_(std::move(options)), clock_(clock), rule_(options_.main_pid, options_.worker_match),
-      exits_(options_.pidfd_exit_status) {}
+      exits_(options_.pidfd_exit_status, options_.poll_exits),
+      children_lists_(options_.children_lists && OpenChildrenFiles::kernel_has_children_lists()) {}
 
 std::vector<TreeTracker::Listed> TreeTracker::list_proc() const {
     std::vector<Listed> listed;
@@ -94,33 +96,149 @@ void TreeTracker::reassign_role(ProcessInfo& info) {
     assign_role(info);
 }
 
-TreeChanges TreeTracker::scan() {
-    TreeChanges changes;
-    const std::int64_t now = clock_.now_ms();
-    const pid_t self = getpid();
+void TreeTracker::read_listing(std::int64_t now, const std::set<pid_t>& ended,
+                               std::unordered_map<pid_t, StatFields>& fresh) {
+    // A PID seen before, outside the tree, with the same /proc inode is the same process (a new
+    // process under a reused PID gets a new inode): not read again. New PIDs, changed inodes and
+    // tree members that are due are read.
     std::vector<Listed> listing = list_proc();
-
-    // 1. Refresh what we know. A PID seen before, outside the tree, with the same /proc inode is
-    //    the same process (a new process under a reused PID gets a new inode): not read again.
-    //    New PIDs, changed inodes and tree members are read.
-    std::unordered_map<pid_t, StatFields> fresh;
     std::unordered_map<pid_t, Known> still_there;
     still_there.reserve(listing.size());
     for (const auto& [pid, inode] : listing) {
         auto old = known_.find(pid);
         const bool same = old != known_.end() && old->second.inode == inode;
         const bool member = same && live_.contains(ProcessKey{pid, old->second.start_ticks});
-        if (same && !member) {
+        if (same && (!member || !stat_due(pid, now, ended))) {
             still_there.emplace(pid, old->second);
             continue;
         }
-        // Members are read at every scan, through a file kept open; the others once.
+        const std::int64_t due_ms = same ? old->second.stat_due_ms : 0;
+        // Members are read through a file kept open; the others once.
         if (auto stat = member ? member_stats_.read(pid, inode) : read_stat(pid)) {
-            still_there.emplace(pid, Known{stat->start_ticks, stat->ppid, inode});
+            still_there.emplace(pid, Known{stat->start_ticks, stat->ppid, inode,
+                                           next_due(pid, now, due_ms, ended)});
             fresh.emplace(pid, std::move(*stat));
         }
     }
     known_ = std::move(still_there);
+}
+
+void TreeTracker::read_members(std::int64_t now, const std::set<pid_t>& ended,
+                               std::unordered_map<pid_t, StatFields>& fresh) {
+    for (const auto& [key, info] : live_) {
+        auto known = known_.find(key.pid);
+        if (known == known_.end() || !stat_due(key.pid, now, ended)) continue;
+        // Unreadable: reaped (the open file follows its process), so gone from the machine.
+        auto stat = member_stats_.read(key.pid, known->second.inode);
+        if (!stat) {
+            known_.erase(known);
+            continue;
+        }
+        known->second = Known{stat->start_ticks, stat->ppid, known->second.inode,
+                              next_due(key.pid, now, known->second.stat_due_ms, ended)};
+        fresh.emplace(key.pid, std::move(*stat));
+    }
+}
+
+bool TreeTracker::stat_due(pid_t pid, std::int64_t now, const std::set<pid_t>& ended) const {
+    auto known = known_.find(pid);
+    if (known == known_.end()) return true;
+    auto member = live_.find(ProcessKey{pid, known->second.start_ticks});
+    if (member == live_.end()) return false;
+    const bool settled = exits_.polled(member->first) &&
+                         now - member->second.birth_ms >= young_ms && !ended.contains(pid);
+    return !settled || now >= known->second.stat_due_ms;
+}
+
+// When a member's stat is read next if nothing else asks. A settled member's reads are spread
+// over the interval by PID, so that a fleet born at once is not read at once.
+std::int64_t TreeTracker::next_due(pid_t pid, std::int64_t now, std::int64_t due_ms,
+                                   const std::set<pid_t>& ended) const {
+    const std::int64_t spread = pid % 10 * options_.settled_stat_ms / 10;
+    auto known = known_.find(pid);
+    auto member = known == known_.end() ? live_.end()
+                                        : live_.find(ProcessKey{pid, known->second.start_ticks});
+    if (member == live_.end()) return now + spread; // new: young while it is a member
+    if (now - member->second.birth_ms < young_ms)
+        return std::max(due_ms, member->second.birth_ms + young_ms + spread);
+    if (ended.contains(pid) || !exits_.polled(member->first)) return due_ms;
+    return now + options_.settled_stat_ms;
+}
+
+std::vector<pid_t> TreeTracker::newborn_from_listing() const {
+    std::unordered_map<pid_t, std::vector<pid_t>> children;
+    for (const auto& [pid, known] : known_)
+        children[known.ppid].push_back(pid);
+    const pid_t self = getpid();
+    std::vector<pid_t> frontier{options_.scan_root};
+    std::vector<pid_t> newborn;
+    if (options_.track_scan_root && known_.contains(options_.scan_root))
+        newborn.push_back(options_.scan_root);
+    while (!frontier.empty()) {
+        pid_t parent = frontier.back();
+        frontier.pop_back();
+        auto found = children.find(parent);
+        if (found == children.end()) continue;
+        for (pid_t child : found->second) {
+            if (child == self) continue;
+            frontier.push_back(child);
+            newborn.push_back(child);
+        }
+    }
+    return newborn;
+}
+
+std::vector<pid_t>
+TreeTracker::newborn_from_children(std::unordered_map<pid_t, StatFields>& fresh) {
+    // The scan root's list (it is a member when tracked), the members', then the lists of the
+    // newborn found on the way: a child may have forked before any tick saw it.
+    std::vector<ProcessKey> frontier{ProcessKey{options_.scan_root, 0}};
+    for (const auto& [key, info] : live_)
+        if (key.pid != options_.scan_root) frontier.push_back(key);
+    const pid_t self = getpid();
+    std::vector<pid_t> newborn, children;
+    while (!frontier.empty()) {
+        const ProcessKey parent = frontier.back();
+        frontier.pop_back();
+        // The scan root by its PID alone: its file is kept whether or not it is tracked.
+        const ProcessKey file_key =
+            parent.pid == options_.scan_root ? ProcessKey{parent.pid, 0} : parent;
+        if (!children_.read(file_key, children)) continue;
+        for (pid_t child : children) {
+            if (child == self || fresh.contains(child)) continue;
+            auto known = known_.find(child);
+            if (known != known_.end() &&
+                live_.contains(ProcessKey{child, known->second.start_ticks}))
+                continue;
+            struct stat dir {};
+            if (::stat(("/proc/" + std::to_string(child)).c_str(), &dir) != 0) continue;
+            auto stat = read_stat(child);
+            if (!stat) continue;
+            known_[child] = Known{stat->start_ticks, stat->ppid, dir.st_ino, 0};
+            const ProcessKey key{child, stat->start_ticks};
+            fresh.emplace(child, std::move(*stat));
+            newborn.push_back(child);
+            frontier.push_back(key);
+        }
+    }
+    return newborn;
+}
+
+TreeChanges TreeTracker::scan() {
+    TreeChanges changes;
+    const std::int64_t now = clock_.now_ms();
+    std::set<pid_t> ended;
+    for (const ProcessKey& key : exits_.exited())
+        ended.insert(key.pid);
+    const bool full = !children_lists_ || now >= next_full_scan_ms_;
+    if (full) next_full_scan_ms_ = now + options_.full_scan_ms;
+
+    // 1. Refresh what we know: the whole machine's listing, or the members alone.
+    std::unordered_map<pid_t, StatFields> fresh;
+    if (full)
+        read_listing(now, ended, fresh);
+    else
+        read_members(now, ended, fresh);
 
     // 2. Exits: a live process whose PID is gone, now names another process, or is a zombie.
     for (auto it = live_.begin(); it != live_.end();) {
@@ -192,24 +310,7 @@ TreeChanges TreeTracker::scan() {
     }
 
     // 4. Births: descendants of the scan root that are not live yet, oldest first.
-    std::unordered_map<pid_t, std::vector<pid_t>> children;
-    for (const auto& [pid, known] : known_)
-        children[known.ppid].push_back(pid);
-    std::vector<pid_t> frontier{options_.scan_root};
-    std::vector<pid_t> newborn;
-    if (options_.track_scan_root && known_.contains(options_.scan_root))
-        newborn.push_back(options_.scan_root);
-    while (!frontier.empty()) {
-        pid_t parent = frontier.back();
-        frontier.pop_back();
-        auto found = children.find(parent);
-        if (found == children.end()) continue;
-        for (pid_t child : found->second) {
-            if (child == self) continue;
-            frontier.push_back(child);
-            newborn.push_back(child);
-        }
-    }
+    std::vector<pid_t> newborn = full ? newborn_from_listing() : newborn_from_children(fresh);
     std::erase_if(newborn, [&](pid_t pid) {
         return live_.contains(ProcessKey{pid, known_[pid].start_ticks}) || !fresh.contains(pid) ||
                fresh[pid].state == 'Z';
@@ -237,6 +338,9 @@ TreeChanges TreeTracker::scan() {
     member_stats_.keep_only([this](pid_t pid) {
         auto known = known_.find(pid);
         return known != known_.end() && live_.contains(ProcessKey{pid, known->second.start_ticks});
+    });
+    children_.keep_only([this](const ProcessKey& key) {
+        return live_.contains(key) || key == ProcessKey{options_.scan_root, 0};
     });
     return changes;
 }

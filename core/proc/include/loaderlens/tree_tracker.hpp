@@ -8,17 +8,32 @@
 // tick, and members of the tree, have their /proc/PID/stat read again. A tick therefore costs one
 // directory listing plus one small read per tree member, not one read per process on the machine.
 // The listing's inode numbers tell a reused PID from the process seen before.
+//
+// A settled member (older than young_ms) is not read at every tick either: its pidfd, polled
+// with all the others in one call, tells when it ends, and its stat is read again only then, or
+// once per `settled_stat_ms` to catch a late rename (prctl) or a new parent. Young members, and
+// every member when pidfds are missing or `poll_exits` is off, are read at every tick.
+//
+// Births come from the children lists of the members' main threads (/proc/PID/task/PID/children,
+// kept open), so that a tick reads nothing of the processes outside the tree: on a busy machine
+// the listing and the stat of every new PID there cost more than the members' own reads. The full
+// listing runs once per `full_scan_ms` still, for children forked by another thread of a member
+// (the list is per thread) and orphans re-parented to a member, and at every tick where the
+// kernel has no children lists (CONFIG_PROC_CHILDREN) or `children_lists` is off.
 #pragma once
 
 #include "loaderlens/clock.hpp"
 #include "loaderlens/exit_watcher.hpp"
+#include "loaderlens/open_children_files.hpp"
 #include "loaderlens/open_stat_files.hpp"
 #include "loaderlens/types.hpp"
 #include "loaderlens/worker_rule.hpp"
 #include "loaderlens/worker_slots.hpp"
 
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <unordered_map>
@@ -32,6 +47,10 @@ struct TrackerOptions {
     pid_t main_pid = 0;                      // the process given the role `main`
     std::optional<std::string> worker_match; // POSIX ERE on comm or cmdline (WorkerMatch)
     bool pidfd_exit_status = true;           // false forces the zombie/wait fallback
+    bool poll_exits = true;              // false forces a stat read of every member at each tick
+    std::int64_t settled_stat_ms = 1000; // how often a settled member's stat is read anyway
+    bool children_lists = true;          // false forces the full listing at every tick
+    std::int64_t full_scan_ms = 1000;    // how often the full listing runs with children lists
 };
 
 struct TreeChanges {
@@ -51,12 +70,15 @@ class TreeTracker {
     // The launcher reaped a child (or an orphan reparented to it): keep its status for the exit.
     void note_exit_status(pid_t pid, int wait_status);
     std::size_t processes_on_machine() const { return known_.size(); }
+    // Whether births come from children lists (else from the listing at every tick).
+    bool uses_children_lists() const { return children_lists_; }
 
   private:
     struct Known {
         std::uint64_t start_ticks = 0;
         pid_t ppid = 0;
         ino_t inode = 0; // of /proc/PID: a new process under a reused PID gets a new one
+        std::int64_t stat_due_ms = 0; // when a settled member's stat is read again
     };
     struct Listed {
         pid_t pid;
@@ -70,6 +92,15 @@ class TreeTracker {
     void assign_role(ProcessInfo& info);
     void reassign_role(ProcessInfo& info);
     std::vector<Listed> list_proc() const;
+    void read_listing(std::int64_t now, const std::set<pid_t>& ended,
+                      std::unordered_map<pid_t, StatFields>& fresh);
+    void read_members(std::int64_t now, const std::set<pid_t>& ended,
+                      std::unordered_map<pid_t, StatFields>& fresh);
+    bool stat_due(pid_t pid, std::int64_t now, const std::set<pid_t>& ended) const;
+    std::int64_t next_due(pid_t pid, std::int64_t now, std::int64_t due_ms,
+                          const std::set<pid_t>& ended) const;
+    std::vector<pid_t> newborn_from_children(std::unordered_map<pid_t, StatFields>& fresh);
+    std::vector<pid_t> newborn_from_listing() const;
 
     TrackerOptions options_;
     const RecordingClock& clock_;
@@ -81,6 +112,9 @@ class TreeTracker {
     OpenStatFiles member_stats_;
     WorkerSlots slots_;
     ExitWatcher exits_;
+    OpenChildrenFiles children_;
+    bool children_lists_;
+    std::int64_t next_full_scan_ms_ = std::numeric_limits<std::int64_t>::min();
     std::int64_t next_id_ = 1;
 };
 
