@@ -41,6 +41,10 @@ bool may_inspect_cache(int fd, const struct stat& st) {
                        AT_EACCESS) == 0;
 }
 
+std::int64_t mtime_ns(const struct stat& st) {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
 std::string errno_text(int error) {
     return std::strerror(error);
 }
@@ -77,6 +81,7 @@ PageCacheProbe::PageCacheProbe(const std::string& path, CacheMethod preferred,
         return;
     }
     size_bytes_ = st.st_size;
+    mtime_ns_ = mtime_ns(st);
     device_ = st.st_dev;
     inode_ = st.st_ino;
     if ((expect_device && expect_device != device_) || (expect_inode && expect_inode != inode_)) {
@@ -115,7 +120,10 @@ void PageCacheProbe::use_mincore() {
 bool PageCacheProbe::refresh_size() {
     if (fd_ < 0) return false;
     struct stat st {};
-    if (::fstat(fd_, &st) != 0 || st.st_size == size_bytes_) return false;
+    if (::fstat(fd_, &st) != 0) return false;
+    if (mtime_ns(st) != mtime_ns_) modified_ = true;
+    mtime_ns_ = mtime_ns(st);
+    if (st.st_size == size_bytes_) return false;
     size_bytes_ = st.st_size;
     if (method_ == CacheMethod::mincore) {
         // mincore answers for the probe's own mapping only: map the file at its new size.
@@ -143,6 +151,8 @@ PageCacheProbe& PageCacheProbe::operator=(PageCacheProbe&& other) noexcept {
     method_ = std::exchange(other.method_, CacheMethod::unavailable);
     problem_ = std::move(other.problem_);
     size_bytes_ = other.size_bytes_;
+    mtime_ns_ = other.mtime_ns_;
+    modified_ = other.modified_;
     device_ = other.device_;
     inode_ = other.inode_;
     mapping_ = std::exchange(other.mapping_, nullptr);
@@ -166,12 +176,30 @@ void PageCacheProbe::close_all() {
 }
 
 std::optional<CacheCounts> PageCacheProbe::read(const BucketLayout& layout, BucketCounts& cached,
+                                                BucketCounts* evicted, const CacheReadPlan& plan,
+                                                CacheReadInfo& info) {
+    info = {.read_buckets = layout.count, .oldest_read_ms = plan.now_ms};
+    cached.assign(static_cast<std::size_t>(layout.count), 0);
+    if (evicted) evicted->clear();
+    if (method_ == CacheMethod::cachestat) {
+        auto counts = read_cachestat(layout, cached, evicted, &plan);
+        if (counts && buckets_) {
+            info.read_buckets = buckets_->read_buckets();
+            info.oldest_read_ms = buckets_->oldest_read_ms();
+            info.rotating = buckets_->rotating();
+        }
+        return counts;
+    }
+    return read(layout, cached, evicted);
+}
+
+std::optional<CacheCounts> PageCacheProbe::read(const BucketLayout& layout, BucketCounts& cached,
                                                 BucketCounts* evicted) {
     cached.assign(static_cast<std::size_t>(layout.count), 0);
     if (evicted) evicted->clear();
     switch (method_) {
     case CacheMethod::cachestat:
-        return read_cachestat(layout, cached, evicted);
+        return read_cachestat(layout, cached, evicted, nullptr);
     case CacheMethod::mincore:
         return read_mincore(layout, cached);
     case CacheMethod::unavailable:
@@ -182,7 +210,8 @@ std::optional<CacheCounts> PageCacheProbe::read(const BucketLayout& layout, Buck
 
 std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& layout,
                                                           BucketCounts& cached,
-                                                          BucketCounts* evicted) {
+                                                          BucketCounts* evicted,
+                                                          const CacheReadPlan* plan) {
     const auto page = static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
     if (!buckets_) buckets_ = std::make_unique<CachestatBuckets>();
     const CachestatBuckets::Read call = [this](std::uint64_t offset, std::uint64_t length,
@@ -194,7 +223,8 @@ std::optional<CacheCounts> PageCacheProbe::read_cachestat(const BucketLayout& la
                static_cast<std::int64_t>(cs.nr_recently_evicted)};
         return true;
     };
-    if (!buckets_->refresh(layout, page, call)) {
+    if (!(plan ? buckets_->refresh_planned(layout, page, call, *plan)
+               : buckets_->refresh(layout, page, call))) {
         const int error = errno;
         // Refused although the call works on our own memfd: the kernel's rule says no, and
         // mincore would then claim every page resident. Unavailable, never a false 100%.

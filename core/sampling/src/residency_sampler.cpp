@@ -3,6 +3,7 @@
 
 #include "loaderlens/page_sharing.hpp"
 #include "loaderlens/proc_text.hpp"
+#include "page_bitmap.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -15,32 +16,6 @@
 namespace loaderlens {
 
 namespace {
-
-// Bits [first, last) of a page bitmap.
-void set_bits(std::vector<std::uint64_t>& bits, std::int64_t first, std::int64_t last) {
-    for (std::int64_t page = first; page < last;) {
-        const auto word = static_cast<std::size_t>(page / 64);
-        const int bit = static_cast<int>(page % 64);
-        const std::int64_t span = std::min<std::int64_t>(64 - bit, last - page);
-        const std::uint64_t mask = span == 64 ? ~0ULL : ((1ULL << span) - 1) << bit;
-        bits[word] |= mask;
-        page += span;
-    }
-}
-
-std::int64_t count_bits(const std::vector<std::uint64_t>& bits, std::int64_t first,
-                        std::int64_t last) {
-    std::int64_t count = 0;
-    for (std::int64_t page = first; page < last;) {
-        const auto word = static_cast<std::size_t>(page / 64);
-        const int bit = static_cast<int>(page % 64);
-        const std::int64_t span = std::min<std::int64_t>(64 - bit, last - page);
-        const std::uint64_t mask = span == 64 ? ~0ULL : ((1ULL << span) - 1) << bit;
-        count += std::popcount(bits[word] & mask);
-        page += span;
-    }
-    return count;
-}
 
 // Pages of the file covered by at least one of the mappings (a file mapped twice over the same
 // offsets counts once), clipped to the file.
@@ -117,7 +92,7 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
     walked_last_ = !still;
     if (still) {
         for (auto& [key, tracked] : tracked_)
-            read_cache(tracked, out, problems);
+            read_cache(tracked, out, problems, now);
         look_for_outside_sharers(live, now);
         out.mapped = last_walk_rows_;
         for (MappedResidency& row : out.mapped)
@@ -176,8 +151,16 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
         }
     }
 
+    look_for_outside_sharers(live, now);
+    run_rows_.clear();
+    bitmaps_used_ = 0;
+    for (const auto& [info, mappings] : all)
+        sample_process(*info, mappings, out, problems);
+    share_pages(out);
+
+    // After the walk, which says where the tree's present pages moved: the cache may have there.
     for (auto& [key, tracked] : tracked_) {
-        read_cache(tracked, out, problems);
+        read_cache(tracked, out, problems, now, moved_buckets(tracked));
         if (!tracked.reported) { // after the first read, which may have changed the method
             tracked.file.method = tracked.probe.method();
             if (tracked.file.method == CacheMethod::unavailable)
@@ -186,13 +169,6 @@ void ResidencySampler::sample(const std::vector<ProcessInfo>& live, ResidencySam
             tracked.reported = true;
         }
     }
-
-    look_for_outside_sharers(live, now);
-    run_rows_.clear();
-    bitmaps_used_ = 0;
-    for (const auto& [info, mappings] : all)
-        sample_process(*info, mappings, out, problems);
-    share_pages(out);
     // Repeated while the tree stands still: the rows of mapped files, not the one row of zeros
     // that says a file was unmapped (mapped_pages 0), which is said once.
     last_walk_rows_.clear();
@@ -320,11 +296,38 @@ ResidencySampler::Tracked* ResidencySampler::find(const FileMapping& m) {
     return nullptr;
 }
 
-void ResidencySampler::read_cache(Tracked& tracked, ResidencySample& out, Problems& problems) {
+std::vector<bool> ResidencySampler::moved_buckets(Tracked& tracked) {
+    const BucketLayout& layout = tracked.file.layout;
+    BucketCounts present(static_cast<std::size_t>(layout.count), 0);
+    if (auto it = run_rows_.find(&tracked); it != run_rows_.end()) {
+        std::vector<std::uint64_t> any(bitmaps_[it->second.front().second].size(), 0);
+        for (const auto& [row, bitmap] : it->second)
+            for (std::size_t w = 0; w < any.size(); ++w)
+                any[w] |= bitmaps_[bitmap][w];
+        present = bucket_counts(any, layout);
+    }
+    std::vector<bool> moved(present.size(), false);
+    const bool comparable = tracked.present_union.size() == present.size() &&
+                            tracked.last_cached.size() == present.size();
+    for (std::size_t b = 0; b < present.size(); ++b)
+        moved[b] = !comparable || present[b] != tracked.present_union[b] ||
+                   present[b] > tracked.last_cached[b];
+    tracked.present_union = std::move(present);
+    return moved;
+}
+
+void ResidencySampler::read_cache(Tracked& tracked, ResidencySample& out, Problems& problems,
+                                  std::int64_t now_ms, std::vector<bool> suspects) {
     if (tracked.probe.method() == CacheMethod::unavailable) return;
     CacheResidency cache{.file_id = tracked.file.id};
     BucketCounts evicted;
-    auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted);
+    const CacheReadPlan plan{.now_ms = now_ms,
+                             .exact_limit_us = options_.cache_exact_limit_us,
+                             .rotation_runs = options_.cache_rotation_runs,
+                             .suspects = std::move(suspects),
+                             .read_all = tracked.probe.take_modified()};
+    CacheReadInfo info;
+    auto counts = tracked.probe.read(tracked.file.layout, cache.buckets, &evicted, plan, info);
     if (!counts) {
         if (!tracked.had_problem) problems.push_back({0, "residency", tracked.probe.problem()});
         tracked.had_problem = true;
@@ -332,6 +335,9 @@ void ResidencySampler::read_cache(Tracked& tracked, ResidencySample& out, Proble
     }
     cache.totals = *counts;
     cache.evicted_buckets = std::move(evicted);
+    cache.read_buckets = info.read_buckets;
+    cache.carried_age_ms = now_ms - info.oldest_read_ms;
+    tracked.last_cached = cache.buckets;
     out.cache.push_back(std::move(cache));
 }
 
@@ -385,13 +391,9 @@ void ResidencySampler::sample_process(const ProcessInfo& info,
         }
         MappedResidency row{.file_id = file.id, .process_id = info.id};
         row.mapped_pages = mapped_extent(file_mappings, page_size_, file_pages);
-        row.buckets.resize(static_cast<std::size_t>(file.layout.count));
-        for (int b = 0; b < file.layout.count; ++b) {
-            const std::int64_t first = file.layout.first_page(b);
-            const auto n = count_bits(present_bits, first, first + file.layout.pages_in(b));
-            row.buckets[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(n);
+        row.buckets = bucket_counts(present_bits, file.layout);
+        for (std::int32_t n : row.buckets)
             row.present_pages += n;
-        }
         run_rows_[tracked].emplace_back(out.mapped.size(), bitmap);
         out.mapped.push_back(std::move(row));
         now_mapped.insert(file.id);

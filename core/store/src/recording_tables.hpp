@@ -21,8 +21,9 @@ namespace loaderlens::recording_tables {
 // 6: rollup_samples.pss_computed_kb (a composite row: the data files' share from pagemap);
 // 7: parts and part_meta (a merged recording's inputs), a part column in the tables of processes
 // and of node-wide rows (NULL outside a merged recording); 8: objects.executable (some process
-// mapped the object with execute permission: code, not data).
-inline constexpr int schema_version = 8;
+// mapped the object with execute permission: code, not data); 9: cache_residency.read_buckets and
+// carried_age_ms (buckets read at the sample; the others carry an older read).
+inline constexpr int schema_version = 9;
 
 struct Column {
     const char* name;
@@ -205,7 +206,9 @@ inline const std::vector<Table>& all() {
           {"evicted", "INTEGER"},
           {"recently_evicted", "INTEGER"},
           {"buckets", "BLOB"},
-          {"evicted_buckets", "BLOB"}}},
+          {"evicted_buckets", "BLOB"},
+          {"read_buckets", "INTEGER", 9},
+          {"carried_age_ms", "INTEGER", 9}}},
         {"mapped_residency",
          3,
          {{"t_ms", "INTEGER NOT NULL"},

@@ -20,11 +20,13 @@ constexpr std::int64_t max_buckets = 65536;
 // Sizes a recorder can have written: below 2^62 bytes, pages of at most 1 GiB (a huge page).
 constexpr std::int64_t max_size_bytes = std::int64_t{1} << 62, max_page_size = 1 << 30;
 
-// A count of processes: NULL, or 0 .. 2^31-1 (more is damage, not a count a recorder wrote).
-std::optional<std::int32_t> narrow(const Kib& stored) {
+// A count (of processes, of buckets): NULL, or 0 .. 2^31-1 (more is damage, not a count a
+// recorder wrote).
+std::optional<std::int32_t> narrow(const Kib& stored, const char* table = "mapped_residency",
+                                   const char* what = "process count") {
     if (!stored) return std::nullopt;
     if (*stored < 0 || *stored > INT32_MAX)
-        throw sql::Error("mapped_residency: a process count of " + std::to_string(*stored),
+        throw sql::Error(std::string(table) + ": a " + what + " of " + std::to_string(*stored),
                          sql::error_mismatch);
     return static_cast<std::int32_t>(*stored);
 }
@@ -158,6 +160,12 @@ void ResidencyDecoder::cache(Cursor& cursor, RecordingData& out) {
                     stored_before("cache_residency", "evicted_buckets", "file_id = ?", rowid, file);
             c.evicted_buckets = evicted->second;
         }
+        c.read_buckets = narrow(q.optional_int64(10), "cache_residency", "read buckets");
+        c.carried_age_ms = q.optional_int64(11); // schema 9
+        if (c.carried_age_ms && *c.carried_age_ms < 0)
+            throw sql::Error("cache_residency: a carried age of " +
+                                 std::to_string(*c.carried_age_ms) + " ms",
+                             sql::error_mismatch);
         out.cache_residency.push_back({t, std::move(c)});
     });
 }

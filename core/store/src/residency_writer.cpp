@@ -62,6 +62,8 @@ void ResidencyWriter::write(std::int64_t t_ms, const ResidencySample& sample) {
             cache_.bind_null(9);
         else
             bind_buckets(cache_, 9, c.evicted_buckets, last_evicted);
+        cache_.bind(10, c.read_buckets ? Kib(*c.read_buckets) : Kib())
+            .bind(11, Kib(c.carried_age_ms));
         cache_.run();
     }
     for (const MappedResidency& m : sample.mapped) {

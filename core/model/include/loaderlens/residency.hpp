@@ -63,6 +63,15 @@ struct CacheResidency {
     CacheCounts totals;
     BucketCounts buckets;         // cached pages per bucket
     BucketCounts evicted_buckets; // evicted pages per bucket (cachestat only, else empty)
+    // Buckets read from the kernel for this sample; the others carry their last read, the oldest
+    // of them carried_age_ms old (0 when every bucket was read). Empty in recordings before
+    // schema 9, where every bucket was read at every sample (docs/residency.md).
+    std::optional<std::int32_t> read_buckets;
+    std::optional<std::int64_t> carried_age_ms;
+    // Whether every bucket's figure comes from this sample's read (true where not recorded).
+    bool all_read_now() const {
+        return !read_buckets || *read_buckets == static_cast<std::int32_t>(buckets.size());
+    }
 };
 
 // One residency sample of one process's mappings of a file: pages of the file inside its

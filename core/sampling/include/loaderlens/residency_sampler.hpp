@@ -44,6 +44,13 @@ struct ResidencyOptions {
     // then reads the page cache only and records the last walk's pagemap rows again, at most
     // this long after that walk (0: walk every run).
     std::int64_t still_max_age_ms = 5000;
+    // cachestat walks every folio it is asked about: once reading a file's every bucket costs
+    // more than this much CPU (µs), a run reads only the buckets where the tree's present pages
+    // moved and a rotating slice of the others, each bucket at least every
+    // `cache_rotation_runs` runs; the rest carry their last read, and the sample says so
+    // (CacheResidency::read_buckets, carried_age_ms). -1: every run reads every bucket.
+    std::int64_t cache_exact_limit_us = 1000;
+    int cache_rotation_runs = 32;
 };
 
 class ResidencySampler {
@@ -64,6 +71,9 @@ class ResidencySampler {
         PageCacheProbe probe;
         bool reported = false;    // written to new_files
         bool had_problem = false; // a read failure already reported
+        // Per bucket, at the last walk: pages some process of the tree had present (each is
+        // cached), and the cached pages the last read gave.
+        BucketCounts present_union, last_cached;
     };
     struct ProcessState {
         PagemapReader reader;
@@ -78,7 +88,12 @@ class ResidencySampler {
     void follow_new_size(Tracked& tracked);
     bool follow_replaced_requests();
     Tracked* find(const FileMapping& mapping);
-    void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems);
+    // `suspects`: buckets that may have moved since the last read (empty: none known).
+    void read_cache(Tracked& tracked, ResidencySample& out, Problems& problems, std::int64_t now_ms,
+                    std::vector<bool> suspects = {});
+    // The buckets of the file where this walk's present pages differ from the last walk's (a
+    // page faulted in or unmapped: the cache may have moved there), or exceed the cache's count.
+    std::vector<bool> moved_buckets(Tracked& tracked);
     void sample_process(const ProcessInfo& info, const std::vector<FileMapping>& mappings,
                         ResidencySample& out, Problems& problems);
     void look_for_outside_sharers(const std::vector<ProcessInfo>& live, std::int64_t now_ms);

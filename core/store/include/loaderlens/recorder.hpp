@@ -20,7 +20,7 @@
 namespace loaderlens {
 
 // The schema this loaderlens writes (history: docs/recording.md).
-inline constexpr int recording_schema_version = 8;
+inline constexpr int recording_schema_version = 9;
 inline constexpr const char* recording_format = "loaderlens-recording";
 
 // The name a recording gives its host (meta `host`): SLURMD_NODENAME inside a SLURM job, else
