@@ -3,13 +3,13 @@
 #include "commands.hpp"
 #include "dash_arguments.hpp"
 #include "did_you_mean.hpp"
-#include "fd_output_buffer.hpp"
 #include "help_completion.hpp"
 #include "help_examples.hpp"
 #include "help_format.hpp"
+#include "lean_recorder.hpp"
 #include "loaderlens/launcher.hpp"
-#include "loaderlens/one_line.hpp"
 #include "loaderlens/own_memory.hpp"
+#include "standard_output.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,23 +22,6 @@
 #include <unistd.h>
 
 namespace {
-
-// Standard output goes through a buffer that keeps why a write failed. Never destroyed: the
-// runtime flushes std::cout after every static object is gone.
-loaderlens::cli::FdOutputBuffer* const standard_output =
-    new loaderlens::cli::FdOutputBuffer(STDOUT_FILENO);
-
-// A full disk or a closed pipe (`export ... | head -1`) must not pass for a complete output:
-// one line, exit 1.
-int finish_standard_output(int exit_code) {
-    std::cout.flush();
-    const int error = standard_output->error();
-    if (error == 0) return exit_code;
-    loaderlens::cli::print_error(std::string("standard output: cannot write: ") +
-                                 std::strerror(error) +
-                                 (error == EPIPE ? " (the reader closed it)" : ""));
-    return exit_code == loaderlens::cli::exit_ok ? loaderlens::cli::exit_internal : exit_code;
-}
 
 // The argument the user wrote that CLI11 left `extra` of: "-qs" for "-s" when -q is an option.
 std::string word_holding(const std::vector<std::string>& words, const std::string& extra) {
@@ -156,6 +139,8 @@ int run(int argc, char** argv) {
         print_error(e.what());
         return exit_bad_input;
     }
+    // Parsed and valid: the recorder itself runs without the libraries of the other commands.
+    if (app.got_subcommand("record")) exec_lean_recorder(argv);
     try {
         for (CLI::App* sub : app.get_subcommands())
             if (auto it = runners.find(sub); it != runners.end()) return it->second();
@@ -188,15 +173,9 @@ int main(int argc, char** argv) {
     loaderlens::remember_inherited_signal_dispositions();
     // A closed pipe is a write error (EPIPE, exit 1), not a death by SIGPIPE. And children are
     // waited for, even if we were started with SIGCHLD ignored.
+    loaderlens::cli::remember_dispositions_before_exec();
     std::signal(SIGPIPE, SIG_IGN);
     std::signal(SIGCHLD, SIG_DFL);
-    std::cout.rdbuf(standard_output);
-    return finish_standard_output(run(argc, argv));
+    loaderlens::cli::use_standard_output_buffer();
+    return loaderlens::cli::finish_standard_output(run(argc, argv));
 }
-
-namespace loaderlens::cli {
-void print_error(const std::string& message) {
-    // One line whatever the message holds: a file name or a library's text with a newline.
-    std::cerr << "loaderlens: " << one_line(message) << "\n";
-}
-} // namespace loaderlens::cli

@@ -107,6 +107,11 @@ loaderlens_unity(loaderlens
   mkdata_command.cpp parse.cpp loader_options.cpp load_command.cpp replay_command.cpp
   ps_command.cpp tail_command.cpp check_command.cpp budget_file.cpp advise_command.cpp
   advise_grid.cpp advise_progress.cpp)
+# What `record` runs (cli/CMakeLists.txt): the same files, in the same order, as above.
+loaderlens_unity(loaderlens_cli_record
+  dash_arguments.cpp output_name.cpp output_file.cpp fd_output_buffer.cpp recording_output.cpp
+  sidecar_file.cpp run_meta.cpp status_line.cpp record_command.cpp record_options.cpp
+  metrics_textfile.cpp parse.cpp)
 # The test binary (its precompiled header goes into each batch). In the sanitizer build it holds
 # a subset of these, in another order (tests/CMakeLists.txt): verified there too.
 loaderlens_unity(loaderlens_tests
