@@ -205,18 +205,23 @@ TreeTracker::newborn_from_children(std::unordered_map<pid_t, StatFields>& fresh)
             parent.pid == options_.scan_root ? ProcessKey{parent.pid, 0} : parent;
         if (!children_.read(file_key, children)) continue;
         for (pid_t child : children) {
-            if (child == self || fresh.contains(child)) continue;
+            if (child == self || std::find(newborn.begin(), newborn.end(), child) != newborn.end())
+                continue;
             auto known = known_.find(child);
             if (known != known_.end() &&
                 live_.contains(ProcessKey{child, known->second.start_ticks}))
                 continue;
             struct stat dir {};
             if (::stat(("/proc/" + std::to_string(child)).c_str(), &dir) != 0) continue;
-            auto stat = read_stat(child);
-            if (!stat) continue;
-            known_[child] = Known{stat->start_ticks, stat->ppid, dir.st_ino, 0};
-            const ProcessKey key{child, stat->start_ticks};
-            fresh.emplace(child, std::move(*stat));
+            // Already read this tick: a member's PID that now names this newer process.
+            if (!fresh.contains(child)) {
+                auto stat = read_stat(child);
+                if (!stat) continue;
+                fresh.emplace(child, std::move(*stat));
+            }
+            const StatFields& stat = fresh.at(child);
+            known_[child] = Known{stat.start_ticks, stat.ppid, dir.st_ino, 0};
+            const ProcessKey key{child, stat.start_ticks};
             newborn.push_back(child);
             frontier.push_back(key);
         }
