@@ -358,8 +358,18 @@ int main(int argc, char** argv) {
             o.refork_every_s = 300;
             o.poll_rounds = 5;
             o.open_rounds = 2;
+        } else if (arg == "--write" && i + 1 < argc) {
+            // Only writes the finished 1 h x 32-worker recording to a path and stops: the file
+            // the CLI's `report`, `export` and the GUI are timed on (peak RSS with time -v).
+            SyntheticRecording recording(
+                argv[++i],
+                RecordingShape{.workers = o.open_workers, .refork_every_s = o.refork_every_s});
+            recording.write_seconds(o.open_length_s);
+            recording.finish();
+            return 0;
         } else {
-            std::fprintf(stderr, "reading bench: unknown argument %s (only --quick)\n", argv[i]);
+            std::fprintf(stderr, "reading bench: unknown argument %s (--quick, --write PATH)\n",
+                         argv[i]);
             return 2;
         }
     }

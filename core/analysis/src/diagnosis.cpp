@@ -120,9 +120,14 @@ constexpr int timeline_columns = 48;
 
 Diagnosis diagnose(const RecordingData& data, const ReportData& report,
                    const DiagnosisOptions& options) {
+    return diagnose(data, report, options, FigureModel(data));
+}
+
+Diagnosis diagnose(const RecordingData& data, const ReportData& report,
+                   const DiagnosisOptions& options, const FigureModel& model) {
     using namespace diagnosis;
     Diagnosis d;
-    const ProcessRows rows(data);
+    const ProcessRows& rows = model;
     read_recorder_size(data, d);
     if (!data.cgroup.empty()) d.cgroup_before_kb = data.cgroup.front().sample.usage;
     for (const auto& [t, c] : data.cgroup)

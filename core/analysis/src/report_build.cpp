@@ -218,16 +218,19 @@ ReportData build_report(ReportInput input, const DiagnosisOptions& options) {
     r.totals.rollup_unreadable = static_cast<int>(pss_unreadable_processes(data).size());
     r.residency = summarize_residency(
         data, r.processes, report_meta_number(input, "loader.data_file_cached_pages_before"));
-    r.diagnosis = diagnose(data, r, options);
+    r.diagnosis = diagnose(data, r, options, model);
     return r;
 }
 
 ReportData build_report(const Recording& recording, const DiagnosisOptions& options) {
     if (!recording.parts().empty()) return build_merged_report(recording, options);
-    return build_report(
-        ReportInput{
-            recording.path(), {}, recording.read_all(), recording.end(), recording.missing_wal()},
-        options);
+    // The report reads each process's present pages of a file, never the per-bucket vectors.
+    return build_report(ReportInput{recording.path(),
+                                    {},
+                                    recording.read_all(ReadScope{.mapped_buckets = false}),
+                                    recording.end(),
+                                    recording.missing_wal()},
+                        options);
 }
 
 } // namespace loaderlens

@@ -250,6 +250,10 @@ bool Recording::writer_alive(std::int64_t pid) const {
 }
 
 RecordingData Recording::read_new(Cursor& cursor) const {
+    return read(cursor, {});
+}
+
+RecordingData Recording::read(Cursor& cursor, const ReadScope& scope) const {
     return read_recording(path_, [&] {
         RecordingData out;
         // One read transaction: every table as of one commit of the writer.
@@ -270,7 +274,18 @@ RecordingData Recording::read_new(Cursor& cursor) const {
             tables_->markers(cursor, out);
             tables_->unavailable(cursor, out);
             tables_->tier_stats(cursor, out);
-            residency_->read(cursor, out);
+            if (scope.mapped_buckets) {
+                residency_->read(cursor, out);
+            } else {
+                // The decoder reads files and the page cache; its mapped rows (each with a copy of
+                // the vector in force) are skipped, and read here with their figures alone.
+                std::int64_t& mapped = cursor.read_up_to["mapped_residency"];
+                const std::int64_t from = mapped;
+                mapped = tables_->last_rowid("mapped_residency");
+                residency_->read(cursor, out);
+                mapped = from;
+                if (schema_ >= 3) tables_->mapped_figures(cursor, out);
+            }
             tables_->loader(cursor, out);
             db_->exec("COMMIT");
         } catch (...) {
@@ -315,6 +330,11 @@ Cursor Recording::cursor_at_end() const {
 RecordingData Recording::read_all() const {
     Cursor cursor;
     return read_new(cursor);
+}
+
+RecordingData Recording::read_all(const ReadScope& scope) const {
+    Cursor cursor;
+    return read(cursor, scope);
 }
 
 std::vector<ProcessInfo> Recording::processes() const {

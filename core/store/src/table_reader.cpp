@@ -294,4 +294,47 @@ void TableReader::loader(Cursor& cursor, RecordingData& out) {
     });
 }
 
+namespace {
+
+// Checks as ResidencyDecoder does (its messages): a row of a file residency_files lacks, a
+// stored vector of another length than its file's buckets, a count outside 0 .. 2^31-1.
+const ResidencyFile& mapped_file(const Cursor& cursor, std::int64_t id) {
+    auto it = cursor.residency_files.find(id);
+    if (it == cursor.residency_files.end())
+        throw sql::Error("mapped_residency has rows of file " + std::to_string(id) +
+                             ", which residency_files does not hold",
+                         sql::error_mismatch);
+    return it->second;
+}
+
+std::optional<std::int32_t> process_count(const Kib& stored) {
+    if (!stored) return std::nullopt;
+    if (*stored < 0 || *stored > INT32_MAX)
+        throw sql::Error("mapped_residency: a process count of " + std::to_string(*stored),
+                         sql::error_mismatch);
+    return static_cast<std::int32_t>(*stored);
+}
+
+} // namespace
+
+void TableReader::mapped_figures(Cursor& cursor, RecordingData& out) {
+    past(cursor, "mapped_residency", out.mapped_residency, [&](sql::Statement& q) {
+        MappedResidency m{.file_id = q.int64(2), .process_id = q.int64(3)};
+        const ResidencyFile& file = mapped_file(cursor, m.file_id);
+        m.mapped_pages = q.int64(4);
+        m.present_pages = q.int64(5);
+        const std::size_t stored = q.is_null(6) ? 0 : q.blob(6).size();
+        if (!q.is_null(6) && stored != static_cast<std::size_t>(file.layout.count) * 4)
+            throw sql::Error("mapped_residency.buckets of file " + std::to_string(file.id) +
+                                 " holds " + std::to_string(stored) + " bytes where its " +
+                                 std::to_string(file.layout.count) + " buckets take " +
+                                 std::to_string(file.layout.count * 4),
+                             sql::error_mismatch);
+        m.pss_kb = q.optional_int64(7);
+        m.outside_sharers = process_count(q.optional_int64(8));
+        m.outside_unreadable = process_count(q.optional_int64(9));
+        return Timed<MappedResidency>{q.int64(1), std::move(m)};
+    });
+}
+
 } // namespace loaderlens

@@ -31,6 +31,9 @@ class TableReader {
     void unavailable(Cursor& cursor, RecordingData& out);
     void tier_stats(Cursor& cursor, RecordingData& out);
     void loader(Cursor& cursor, RecordingData& out);
+    // mapped_residency rows without their bucket vectors (ReadScope); the cursor's
+    // residency_files must hold their files (read first by ResidencyDecoder).
+    void mapped_figures(Cursor& cursor, RecordingData& out);
     void meta(RecordingData& out);
     void parts(Cursor& cursor, RecordingData& out);
     // The highest rowid of `table` now (0 when empty or absent in this schema).

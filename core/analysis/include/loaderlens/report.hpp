@@ -126,6 +126,7 @@ struct ProcessesMissed {
 };
 
 struct MergedReport; // merged_report.hpp
+class FigureModel;   // figure_model.hpp
 
 struct ReportData {
     std::string path;
@@ -187,6 +188,10 @@ std::optional<std::int64_t> report_meta_number(const ReportInput& input, const s
 // The diagnosis of `data` (all of a recording), whose report is `report` (diagnosis.cpp).
 Diagnosis diagnose(const RecordingData& data, const ReportData& report,
                    const DiagnosisOptions& options);
+// The same on the figure model of `data` the report was built from (one model per report: on a
+// 1 h x 32-worker recording each is ~36 MB).
+Diagnosis diagnose(const RecordingData& data, const ReportData& report,
+                   const DiagnosisOptions& options, const FigureModel& model);
 // Only the scheduler views' series (for the export): no recorder share, no intervals.
 std::vector<SchedulerView> scheduler_series(const RecordingData& data);
 // The process with this recording id among `processes`, or null.

@@ -45,6 +45,15 @@ struct RecordingEnd {
     bool file_system_full = false;
 };
 
+// What a whole read leaves out. Each mapped_residency row carries its own copy of the bucket
+// vector in force (1 KiB at 256 buckets), although the report and the CSV export read only its
+// page counts: on a 1 h x 32-worker recording those copies were a third of the report's peak RSS
+// (docs/benchmarks-reading.md). Without them, MappedResidency::buckets stays empty; a stored
+// vector's length is still checked against its file, so a damaged BLOB is found either way.
+struct ReadScope {
+    bool mapped_buckets = true;
+};
+
 // One thread at a time per Recording (its SQLite connection is opened without SQLite's own lock);
 // a reader on another thread opens its own.
 class Recording {
@@ -83,6 +92,8 @@ class Recording {
     Cursor cursor_at_end() const;
     // The whole recording (read_new from an empty cursor).
     RecordingData read_all() const;
+    // The same, leaving out what `scope` says (a one-shot read: no cursor to continue from).
+    RecordingData read_all(const ReadScope& scope) const;
     // Of a merged recording (schema 7): the rows of one part alone, as read_all() gives them
     // (times on the job's axis, every part and the file's own meta). A reader of one part at a
     // time holds one node's rows, not the job's.
@@ -114,6 +125,7 @@ class Recording {
   private:
     std::optional<std::string> meta_value(const std::string& key) const; // nullopt: no such key
     bool writer_alive(std::int64_t pid) const;
+    RecordingData read(Cursor& cursor, const ReadScope& scope) const;
     void check_part_ids() const;
 
     std::string path_;
