@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "read_breakdown.hpp"
 
+#include "loaderlens/export.hpp"
 #include "loaderlens/recording.hpp"
 #include "loaderlens/report.hpp"
 #include "sqlite_baselines.hpp"
@@ -8,7 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <limits>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace loaderlens::bench {
 
@@ -89,6 +94,77 @@ void print_breakdown(const ReadBreakdown& b) {
                 "summarize_residency %.0f ms)\n",
                 b.read_all_ms, b.build_report_ms, b.build_report_ms - b.read_all_ms,
                 b.summarize_residency_ms);
+}
+
+int run_peak_reader(const std::string& reader, const std::string& path) {
+    if (reader == "sqlite") {
+        SqliteHandle db = open_read_only(path);
+        return step_every_row(db.get()).rows > 0 ? 0 : 1;
+    }
+    const Recording recording(path);
+    if (reader == "report") return build_report(recording).processes.empty() ? 1 : 0;
+    if (reader == "read-all") return recording.read_all().fast.empty() ? 1 : 0;
+    if (reader == "export-csv") {
+        std::ofstream out("/dev/null");
+        export_csv(recording, out);
+        return out ? 0 : 1;
+    }
+    return 2;
+}
+
+namespace {
+
+struct PeakRun {
+    double ms = 0;
+    long max_rss_kib = -1; // -1: the run failed
+};
+
+PeakRun spawn_peak(const std::string& reader, const std::string& path) {
+    const auto start = Clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const char* argv[] = {"loaderlens_bench_reading", "--peak", reader.c_str(), path.c_str(),
+                              nullptr};
+        ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+        ::_exit(127);
+    }
+    PeakRun run;
+    int status = 0;
+    rusage usage{};
+    if (pid > 0 && ::wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status) &&
+        WEXITSTATUS(status) == 0)
+        run.max_rss_kib = usage.ru_maxrss;
+    run.ms = ms_since(start);
+    return run;
+}
+
+} // namespace
+
+void print_peaks(const std::string& path, int rounds) {
+    std::printf("\n## each reader alone in a fresh process: wall time and peak RSS, median of %d "
+                "(ratios to SQLite stepping every row, same run)\n",
+                rounds);
+    std::printf("| reader | wall | peak RSS | wall / SQLite's | RSS / SQLite's |\n"
+                "|---|---|---|---|---|\n");
+    double base_ms = 0, base_kib = 0;
+    for (const char* reader : {"sqlite", "report", "export-csv", "read-all"}) {
+        std::vector<double> ms, kib;
+        for (int i = 0; i < rounds; ++i) {
+            const PeakRun run = spawn_peak(reader, path);
+            if (run.max_rss_kib < 0) {
+                std::printf("| %s | unavailable: the run failed | | | |\n", reader);
+                ms.clear();
+                break;
+            }
+            ms.push_back(run.ms);
+            kib.push_back(static_cast<double>(run.max_rss_kib));
+        }
+        if (ms.empty()) continue;
+        const double m = median(ms), k = median(kib);
+        if (std::string(reader) == "sqlite") base_ms = m, base_kib = k;
+        std::printf("| %s | %.0f ms | %.1f MiB | %.2fx | %.1fx |\n", reader, m, k / 1024,
+                    base_ms > 0 ? m / base_ms : 0, base_kib > 0 ? k / base_kib : 0);
+    }
 }
 
 } // namespace loaderlens::bench

@@ -24,4 +24,10 @@ struct ReadBreakdown {
 ReadBreakdown read_breakdown(const std::string& path, int rounds);
 void print_breakdown(const ReadBreakdown& breakdown);
 
+// Peak RSS beside wall time: each reader run alone in a fresh process (this binary run again
+// with --peak READER PATH), its ru_maxrss from wait4; SQLite stepping every row is the baseline.
+// Readers: sqlite, report, export-csv, read-all.
+int run_peak_reader(const std::string& reader, const std::string& path); // in the child
+void print_peaks(const std::string& path, int rounds);
+
 } // namespace loaderlens::bench

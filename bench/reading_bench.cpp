@@ -358,6 +358,16 @@ int main(int argc, char** argv) {
             o.refork_every_s = 300;
             o.poll_rounds = 5;
             o.open_rounds = 2;
+        } else if (arg == "--peak" && i + 2 < argc) { // one reader, for print_peaks
+            try {
+                return run_peak_reader(argv[i + 1], argv[i + 2]);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "reading bench: %s\n", e.what());
+                return 1;
+            }
+        } else if (arg == "--peaks" && i + 1 < argc) { // print_peaks alone, on a kept file
+            print_peaks(argv[i + 1], 3);
+            return 0;
         } else if (arg == "--write" && i + 1 < argc) {
             // Only writes the finished 1 h x 32-worker recording to a path and stops: the file
             // the CLI's `report`, `export` and the GUI are timed on (peak RSS with time -v).
@@ -408,6 +418,7 @@ int main(int argc, char** argv) {
         print_polls(polls, o, verdict);
         print_open(open, o, verdict);
         print_breakdown(read_breakdown(finished, 3));
+        print_peaks(finished, 3);
         std::printf("\nreading bench: %.0f s in all; %s\n", ms_since(started) / 1000,
                     verdict.missed ? "a target was MISSED (exit 3)" : "every target met");
         return verdict.missed ? missed_exit : 0;
