@@ -117,7 +117,7 @@ void holds_the_budget(const std::string& budget_percent, double budget) {
 
 BOOST_AUTO_TEST_SUITE(cpu_budget_contract)
 
-// The account alone, on a simulated clock: a fast tier of 1 ms every 100 ms while the account is
+// The account alone, on a simulated clock: a fast tier of 0.2 ms every 100 ms while the account is
 // not in debt, and a deep run of `deep_ms` whenever the account can pay it. Every 10 s window of
 // what was spent stays within the budget plus the account's slack, plus what a run costs beyond
 // half of budget x 10 s (the floor of an indivisible run).
@@ -131,13 +131,13 @@ BOOST_AUTO_TEST_CASE(the_account_holds_every_window_by_construction) {
             for (std::int64_t ms = 0; ms < 60'000; ++ms) {
                 account.update(cpu_ns, ms);
                 if (ms >= next_fast && account.ready_at(0, ms) <= ms) {
-                    cpu_ns += 1'000'000;
+                    cpu_ns += 200'000;
                     next_fast = ms + 100;
                     account.update(cpu_ns, ms);
                 }
                 if (account.ready_at(deep_ms * 1000, ms) <= ms) {
                     cpu_ns += static_cast<std::int64_t>(deep_ms * 1e6);
-                    account.note_run_cost(deep_ms * 1000, ms);
+                    account.expect_run_cost(deep_ms * 1000);
                     account.update(cpu_ns, ms);
                     ++deep_runs;
                 }

@@ -305,7 +305,6 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
     // A joint run: residency walks for the rollup tier's composite PSS. Each tier's account pays
     // its own part, once.
     const bool joint = tiers.rollup && tiers.residency && composite_pss();
-    const std::int64_t run_start = thread_cpu_ns();
     // Residency first: its pagemap walk gives the rollup tier the data files' share of each
     // process at this moment, for composite PSS (RollupSampler).
     FollowedShares followed;
@@ -349,8 +348,7 @@ std::shared_ptr<const std::vector<ProcessInfo>> Session::deep_run(SampleBatch& b
         note_tier(batch, "maps", with_hold(maps_interval_.interval_ms(), held_ms_),
                   maps_interval_.average_cpu_us(), count);
     }
-    budget_.note_run_cost(static_cast<double>(thread_cpu_ns() - run_start) / 1000.0,
-                          clock_.now_ms());
+    budget_.expect_run_cost(predicted_cost_us({true, true, true}));
     push(std::move(batch));
     return live;
 }

@@ -9,8 +9,8 @@
 // cap + rate x W (+ what a run costs beyond its prediction), and the contract is budget x W over
 // any 10 s window. A run is not divisible, so the account must be able to save one run's cost
 // (cap >= the costliest run) and the rate gives back what the cap may lend: rate = budget +
-// slack - cap / W. The cap follows the costliest recent run; a run that costs more than half of
-// budget x W waits for a full account and overruns the window by what it costs beyond that
+// slack - cap / W. The cap follows what the next deep run may cost; one that costs more than half
+// of budget x W waits for a full account and overruns the window by what it costs beyond that
 // (docs/recording.md: the floor).
 #pragma once
 
@@ -40,15 +40,12 @@ class ProcessCpuBudget {
         update_locked(process_cpu_ns, now_ms);
     }
 
-    // A deep run that cost cpu_us (its own measure): the cap follows the costliest of the runs
-    // seen in the last minute, so the account can always save for the next one.
-    void note_run_cost(double cpu_us, std::int64_t now_ms) {
+    // What the next deep run may cost (every deep tier together, each at its last cost): the cap
+    // follows it, so the account can always save for that run, and a spike that is over (the
+    // workers' first touches) stops lowering the rate at once.
+    void expect_run_cost(double cpu_us) {
         std::lock_guard lock(mutex_);
-        if (now_ms - costliest_at_ms_ > 60'000 || cpu_us >= costliest_us_) {
-            costliest_us_ = cpu_us;
-            costliest_at_ms_ = now_ms;
-        }
-        set_cap(std::clamp(1.25 * costliest_us_, min_cap_us(), max_cap_us()));
+        set_cap(std::clamp(1.25 * cpu_us, min_cap_us(), max_cap_us()));
     }
 
     // When (session ms) the account will hold `cost_us` (at most its cap): now_ms if it does.
@@ -96,8 +93,6 @@ class ProcessCpuBudget {
     mutable std::mutex mutex_;
     double budget_;
     double cap_us_ = 0, rate_ = 0, balance_us_ = 0;
-    double costliest_us_ = 0;
-    std::int64_t costliest_at_ms_ = 0;
     std::optional<std::int64_t> last_ms_;
     std::int64_t last_cpu_ns_ = 0;
 };
