@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // /proc/PID/stat of the tree's members, kept open and re-read with pread. The tree tracker reads
-// every member's stat at each fast tick (exits, zombies, renames); opening the file is a path
+// a member's stat at each fast tick while it is young or has no pidfd, else when it ended and once
+// a second (exits, zombies, renames); opening the file is a path
 // lookup in /proc that cost more than the read itself (perf of the fast thread with 64 members,
 // docs/benchmarks-sampling.md). An open file follows its process: once the process is reaped a
 // read fails (ESRCH), so a PID reused by another process is never read through it, and a file is
