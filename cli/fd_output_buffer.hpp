@@ -25,7 +25,9 @@ class FdOutputBuffer : public std::streambuf {
 
     int fd_;
     int error_ = 0;
-    std::array<char, 1 << 16> buffer_{};
+    // Not zeroed: only what was put is written out, and 64 KiB zeroed at start-up would stay
+    // resident in the recorder, which prints nothing with -q.
+    std::array<char, 1 << 16> buffer_;
 };
 
 } // namespace loaderlens::cli
