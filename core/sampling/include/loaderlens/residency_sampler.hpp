@@ -49,7 +49,7 @@ struct ResidencyOptions {
     // moved and a rotating slice of the others, each bucket at least every
     // `cache_rotation_runs` runs; the rest carry their last read, and the sample says so
     // (CacheResidency::read_buckets, carried_age_ms). -1: every run reads every bucket.
-    std::int64_t cache_exact_limit_us = 1000;
+    std::int64_t cache_exact_limit_us = 2000;
     int cache_rotation_runs = 32;
 };
 
