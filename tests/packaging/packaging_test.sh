@@ -65,7 +65,7 @@ if [ "$mode" = tree ]; then
     { cat "$work/install.log" >&2; fail "cmake --install $build --prefix $prefix"; finish; }
   # The install script runs under CMake's old policies: a warning there is a rule misread.
   ! grep -q 'CMake Warning' "$work/install.log" || fail "cmake --install warns: $(grep -A3 'CMake Warning' "$work/install.log" | head -8)"
-  expect=(bin/loaderlens share/doc/loaderlens/copyright share/doc/loaderlens/README.md
+  expect=(bin/loaderlens libexec/loaderlens/loaderlens-record share/doc/loaderlens/copyright share/doc/loaderlens/README.md
     share/doc/loaderlens/docs/testing.md share/doc/loaderlens/docs/gui-overview.png
     share/doc/loaderlens/examples/budgets/example.toml
     share/loaderlens/grafana/loaderlens-dashboard.json
@@ -87,6 +87,7 @@ if [ "$mode" = tree ]; then
   "$tool" --install "$build" --prefix "$work/cli-only" --component cli >"$work/cli.log" 2>&1 ||
     { cat "$work/cli.log" >&2; fail "cmake --install --component cli"; }
   [ -x "$work/cli-only/bin/loaderlens" ] || fail "component cli: bin/loaderlens missing"
+  [ -x "$work/cli-only/libexec/loaderlens/loaderlens-record" ] || fail "component cli: libexec/loaderlens/loaderlens-record missing"
   [ ! -e "$work/cli-only/bin/loaderlens-gui" ] || fail "component cli holds loaderlens-gui"
   [ -z "$(find "$work/cli-only" -path "*/dist-packages/*" -print -quit)" ] || fail "component cli holds Python files"
   finish
@@ -138,7 +139,7 @@ if [ "$gui" = ON ]; then
   grep -qE '^/usr/share/man/man1/loaderlens-gui\.1(\.gz)?$' "$work/loaderlens-gui.contents" ||
     fail "loaderlens-gui: no man page loaderlens-gui(1)"
 fi
-for f in /usr/bin/loaderlens /usr/share/loaderlens/grafana/loaderlens-dashboard.json \
+for f in /usr/bin/loaderlens /usr/libexec/loaderlens/loaderlens-record /usr/share/loaderlens/grafana/loaderlens-dashboard.json \
   /usr/share/doc/loaderlens/examples/budgets/example.toml /usr/share/doc/loaderlens/docs/testing.md \
   /usr/share/bash-completion/completions/loaderlens; do
   grep -qx "$f" "$work/loaderlens.contents" || fail "loaderlens: no $f"
@@ -180,6 +181,10 @@ out=$(/usr/bin/loaderlens --version 2>&1) || fail "/usr/bin/loaderlens --version
 /usr/bin/loaderlens record -q -o "$work/run.db" -- true >"$work/record.log" 2>&1 ||
   fail "/usr/bin/loaderlens record -o run.db -- true: exit $?: $(cat "$work/record.log")"
 [ -s "$work/run.db" ] || fail "record made no $work/run.db"
+# The installed loaderlens records as its libexec recorder (cli/lean_recorder.hpp): the command's
+# parent is the recorder.
+exe=$(/usr/bin/loaderlens record -q -o "$work/exe.db" -- sh -c 'readlink /proc/$PPID/exe' 2>&1)
+[ "$exe" = /usr/libexec/loaderlens/loaderlens-record ] || fail "the installed recorder runs as '$exe'"
 /usr/bin/loaderlens report "$work/run.db" >"$work/report.txt" 2>&1 ||
   fail "/usr/bin/loaderlens report: exit $?: $(head -5 "$work/report.txt")"
 [ -s "$work/report.txt" ] || fail "report printed nothing"
