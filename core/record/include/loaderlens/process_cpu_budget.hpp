@@ -1,100 +1,77 @@
 // SPDX-License-Identifier: MIT
-// The recorder's whole CPU budget as one account: it earns a rate of every wall-clock
-// millisecond, keeps at most `cap` of it, and is charged the CPU time the kernel counted for the
-// whole process (every thread: the samplers, the writer, the main loop), not what the tiers
-// measured of themselves. A deep run starts only once the account can pay what it is expected to
-// cost; the fast tier waits while the account is in debt.
+// The recorder's whole CPU budget over a sliding window: the process's CPU time as the kernel
+// counts it (every thread: the samplers, the writer, the main loop; what /proc/PID/stat and SLURM
+// see), checked at every tick. A deep run starts only when what the process spent in the last
+// 10 s plus what the run is expected to cost fits in budget x 10 s.
 //
-// Why the rate is below the budget: over any window W the process then spends at most
-// cap + rate x W (+ what a run costs beyond its prediction), and the contract is budget x W over
-// any 10 s window. A run is not divisible, so the account must be able to save one run's cost
-// (cap >= the costliest run) and the rate gives back what the cap may lend: rate = budget +
-// slack - cap / W. The cap follows what the next deep run may cost; one that costs more than half
-// of budget x W waits for a full account and overruns the window by what it costs beyond that
-// (docs/recording.md: the floor).
+// Why that bounds every window, not only the ones ending at a run's start: take any 10 s window
+// and the last deep run that starts in it, at s. Everything the window holds before s was in
+// [s - 10 s, s], which the check saw; after s comes the run itself and the rest of the process
+// (fast tier, writer), whose rate is the one already in the checked window. So a window exceeds
+// the budget only by how much that rate or a run's cost beats its prediction, and by a single run
+// costing more than half the window's budget (it runs once the window holds at most half: the
+// floor, docs/recording.md). Earlier an account that saved at most a cap had to earn less than the
+// budget to give back what the cap lent (rate = budget - cap / 10 s): with a costly first sweep it
+// halved the rate and the deep tiers ran every 13-26 s at 2% while the recorder used 0.9% of a
+// core. The window lets the tiers spend the whole budget; each tier's own share (AdaptiveInterval)
+// still divides it between them.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <mutex>
-#include <optional>
 
 namespace loaderlens {
 
 class ProcessCpuBudget {
   public:
     static constexpr std::int64_t window_ms = 10'000;
-    // Of the contract's 0.2 points of a core over 10 s (clock granularity), what the account may
-    // use: the rest is left to whoever reads the process's 10 ms ticks.
-    static constexpr double slack = 0.001;
 
-    explicit ProcessCpuBudget(double budget_fraction) : budget_(std::max(0.0, budget_fraction)) {
-        set_cap(min_cap_us());
-        balance_us_ = cap_us_;
-    }
+    explicit ProcessCpuBudget(double budget_fraction) : budget_(std::max(0.0, budget_fraction)) {}
 
-    // The process's CPU time now (CLOCK_PROCESS_CPUTIME_ID) at now_ms: earnings and spending
-    // since the last update.
+    // The process's CPU time now (CLOCK_PROCESS_CPUTIME_ID) at now_ms.
     void update(std::int64_t process_cpu_ns, std::int64_t now_ms) {
         std::lock_guard lock(mutex_);
-        update_locked(process_cpu_ns, now_ms);
+        if (!marks_.empty() && now_ms < marks_.back().ms) now_ms = marks_.back().ms;
+        marks_.push_back({now_ms, process_cpu_ns});
+        // Keep one mark at or before the window's start: what the window spent is measured from
+        // it, so a window is never measured shorter than it is.
+        while (marks_.size() > 2 && marks_[1].ms <= now_ms - window_ms)
+            marks_.pop_front();
     }
 
-    // What the next deep run may cost (every deep tier together, each at its last cost): the cap
-    // follows it, so the account can always save for that run, and a spike that is over (the
-    // workers' first touches) stops lowering the rate at once.
-    void expect_run_cost(double cpu_us) {
-        std::lock_guard lock(mutex_);
-        set_cap(std::clamp(1.25 * cpu_us, min_cap_us(), max_cap_us()));
-    }
-
-    // When (session ms) the account will hold `cost_us` (at most its cap): now_ms if it does.
+    // When (session ms) a run expected to cost `cost_us` fits in the window: now_ms if it does.
     std::int64_t ready_at(double cost_us, std::int64_t now_ms) const {
         std::lock_guard lock(mutex_);
-        if (budget_ <= 0) return now_ms;
-        const double want = std::min(cost_us, cap_us_);
-        if (balance_us_ >= want) return now_ms;
-        return now_ms + static_cast<std::int64_t>((want - balance_us_) / rate_ / 1000.0) + 1;
+        if (budget_ <= 0 || marks_.empty()) return now_ms;
+        const double limit_us = budget_ * window_ms * 1000.0;
+        // A run costing more than half the window runs once the window holds at most the other
+        // half: the rest of the process never leaves it empty, and the run cannot be split.
+        const double want_us = std::min(cost_us, limit_us / 2);
+        const std::int64_t cpu_now = marks_.back().cpu_ns;
+        for (const Mark& mark : marks_) {
+            const double spent_us = static_cast<double>(cpu_now - mark.cpu_ns) / 1000.0;
+            if (spent_us + want_us <= limit_us) return std::max(now_ms, mark.ms + window_ms);
+        }
+        return std::max(now_ms, marks_.back().ms + window_ms);
     }
 
-    double balance_us() const {
+    // CPU the process spent over the last window (µs), measured from the mark at or before its
+    // start.
+    double spent_in_window_us() const {
         std::lock_guard lock(mutex_);
-        return balance_us_;
-    }
-    double rate() const {
-        std::lock_guard lock(mutex_);
-        return rate_;
-    }
-    double cap_us() const {
-        std::lock_guard lock(mutex_);
-        return cap_us_;
+        if (marks_.size() < 2) return 0;
+        return static_cast<double>(marks_.back().cpu_ns - marks_.front().cpu_ns) / 1000.0;
     }
 
   private:
-    double min_cap_us() const { return 0.1 * budget_ * window_ms * 1000.0; }
-    double max_cap_us() const { return 0.5 * budget_ * window_ms * 1000.0; }
-    void set_cap(double cap_us) {
-        cap_us_ = cap_us;
-        rate_ = std::max(budget_ / 2, budget_ + slack - cap_us_ / 1000.0 / window_ms);
-        balance_us_ = std::min(balance_us_, cap_us_);
-    }
-    void update_locked(std::int64_t process_cpu_ns, std::int64_t now_ms) {
-        if (last_ms_) {
-            const auto elapsed = static_cast<double>(std::max<std::int64_t>(0, now_ms - *last_ms_));
-            balance_us_ = std::min(cap_us_, balance_us_ + rate_ * elapsed * 1000.0);
-            balance_us_ -=
-                static_cast<double>(std::max<std::int64_t>(0, process_cpu_ns - last_cpu_ns_)) /
-                1000.0;
-        }
-        last_ms_ = now_ms;
-        last_cpu_ns_ = process_cpu_ns;
-    }
-
+    struct Mark {
+        std::int64_t ms = 0, cpu_ns = 0;
+    };
     mutable std::mutex mutex_;
     double budget_;
-    double cap_us_ = 0, rate_ = 0, balance_us_ = 0;
-    std::optional<std::int64_t> last_ms_;
-    std::int64_t last_cpu_ns_ = 0;
+    std::deque<Mark> marks_;
 };
 
 } // namespace loaderlens

@@ -5,8 +5,8 @@
 //  - "fast": tree scan, statm/status, markers, cgroup and system figures;
 //  - "deep": smaps_rollup and smaps, which cost ~15 µs per resident MiB, and residency (page
 //    cache and pagemap of the mapped data files).
-// Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval), and every
-// tier waits while the whole process's account cannot pay it (ProcessCpuBudget). Batches go
+// Each tier's interval stretches under its share of the CPU budget (AdaptiveInterval), and a
+// deep run waits while the whole process's last 10 s cannot hold it (ProcessCpuBudget). Batches go
 // through a queue to the thread that owns the Recorder (SQLite connections are not shared).
 #pragma once
 
@@ -154,7 +154,6 @@ class Session {
         double rollup = 0, maps = 0, residency = 0;
     } deep_cost_us_;
     std::int64_t held_since_ = -1, held_ms_ = 0;
-    std::int64_t fast_held_ms_ = 0; // the fast thread's: how long its last wait was held
     std::int64_t next_cgroup_ms_ = 0;
     std::int64_t last_fast_t_ = -1, last_deep_t_ = -1; // each owned by its thread
     bool first_fast_run_ = true;
