@@ -77,8 +77,15 @@ RollupSample RollupSampler::composite(const State& state, const FollowedShare& n
     shift(row.rss, 0, anon_kb);
     shift(row.pss, 0, anon_kb);
     shift(row.pss_anon, 0, anon_kb);
-    // Which of the data files' pages are clean or dirty, shared or private, is not computed.
-    row.shared_clean = row.shared_dirty = row.private_clean = row.private_dirty = std::nullopt;
+    // Which of the data files' pages are clean or dirty, shared or private, is not computed. The
+    // new anonymous pages are private and dirty (written to be there), and a data file's pages
+    // only move the clean ones (a write to one is a fault the composite does not explain): so
+    // Private_Dirty is the reading's plus them. Carried as it was, a worker leaking anonymous
+    // memory showed a flat Private_Dirty and the leak finding (which reads it) saw nothing.
+    const Kib private_dirty =
+        state.reading.private_dirty ? Kib{*state.reading.private_dirty + anon_kb} : Kib{};
+    row.shared_clean = row.shared_dirty = row.private_clean = std::nullopt;
+    row.private_dirty = private_dirty;
     row.pss_computed = now.pss_kb;
     row.age_ms = age_ms;
     return row;
