@@ -36,6 +36,8 @@ void summarize_cache(FileResidencySummary& s, std::int64_t t, const CacheResiden
     s.writeback.offer(c.writeback, t);
     s.evicted.offer(c.evicted, t);
     if (!before) s.evicted_at_start = c.evicted;
+    if (!now.all_read_now() && now.carried_age_ms)
+        s.max_carried_age_ms = std::max(s.max_carried_age_ms.value_or(0), *now.carried_age_ms);
     if (before && c.evicted && before->totals.evicted && now.evicted_buckets.empty())
         s.evicted_during = saturating_add(
             s.evicted_during.value_or(0),

@@ -112,6 +112,10 @@ void append_residency(std::string& out, const ReportData& r) {
         out +=
             fmt::format("  {}  ({}, {}{})\n", one_line(s.file.path), shape,
                         to_string(s.file.method), s.file.requested ? ", followed on request" : "");
+        if (s.max_carried_age_ms)
+            out += fmt::format("      page cache read in rotation (a whole read cost over 2 ms): "
+                               "parts carried up to {:.1f} s between reads (docs/residency.md)\n",
+                               static_cast<double>(*s.max_carried_age_ms) / 1000.0);
         append_cache(out, s);
         std::int32_t outside = 0, unreadable = 0;
         for (const auto& per : s.processes) {

@@ -107,7 +107,10 @@ json residency_series(const RecordingData& data) {
              {"evicted", optional(c.totals.evicted)},
              {"recently_evicted", optional(c.totals.recently_evicted)},
              {"buckets", c.buckets},
-             {"evicted_buckets", c.totals.evicted ? json(c.evicted_buckets) : json(nullptr)}});
+             {"evicted_buckets", c.totals.evicted ? json(c.evicted_buckets) : json(nullptr)},
+             // Schema 9: buckets read now; the others carried, the oldest this old (null: all).
+             {"read_buckets", c.read_buckets ? json(*c.read_buckets) : json(nullptr)},
+             {"carried_age_ms", c.carried_age_ms ? json(*c.carried_age_ms) : json(nullptr)}});
     for (const auto& [t, m] : data.mapped_residency)
         out["mapped"].push_back({{"t_ms", t},
                                  {"file_id", m.file_id},

@@ -76,6 +76,9 @@ struct FileResidencySummary {
     // Lower bound of the pages evicted while the file was followed: per bucket and interval, how
     // much its shadow entries grew (an eviction re-read before the next sample is not seen).
     std::optional<std::int64_t> evicted_during;
+    // The oldest carried bucket of any sample that read only some (schema 9: a file whose whole
+    // page-cache read costs more than 2 ms is read in rotation); empty when every sample read all.
+    std::optional<std::int64_t> max_carried_age_ms;
     struct PerProcess {
         std::int64_t process_id = 0;
         Peak present; // pages
