@@ -30,22 +30,39 @@ void evict(const std::string& path, std::int64_t first_page, std::int64_t pages)
     ::close(fd);
 }
 
-// The kept probe's read equals a fresh probe's and the test's own mincore; returns its calls.
-int check_read(PageCacheProbe& kept, const std::string& path, const BucketLayout& layout) {
+// What a kept probe's read cost, and the buckets a fresh probe found (the oracle's).
+struct Read {
+    int calls = 0;
+    BucketCounts cached, evicted;
+};
+
+// The kept probe's read equals a fresh probe's and the test's own mincore.
+Read check_read(PageCacheProbe& kept, const std::string& path, const BucketLayout& layout) {
     BucketCounts cached, evicted;
     const auto totals = kept.read(layout, cached, &evicted);
     BOOST_REQUIRE(totals.has_value());
     PageCacheProbe fresh(path);
-    BucketCounts fresh_cached, fresh_evicted;
-    const auto fresh_totals = fresh.read(layout, fresh_cached, &fresh_evicted);
+    Read read;
+    const auto fresh_totals = fresh.read(layout, read.cached, &read.evicted);
     BOOST_REQUIRE(fresh_totals.has_value());
     BOOST_TEST(fresh.cachestat_calls() == buckets);
-    BOOST_TEST(cached == fresh_cached, tt::per_element());
-    BOOST_TEST(evicted == fresh_evicted, tt::per_element());
+    BOOST_TEST(cached == read.cached, tt::per_element());
+    BOOST_TEST(evicted == read.evicted, tt::per_element());
     BOOST_TEST(totals->cached == fresh_totals->cached);
     BOOST_TEST(totals->evicted.value_or(-1) == fresh_totals->evicted.value_or(-2));
     BOOST_TEST(cached == buckets_of(layout, cached_page_set(path)), tt::per_element());
-    return kept.cachestat_calls();
+    read.calls = kept.cachestat_calls();
+    return read;
+}
+
+// Buckets whose cached or evicted count moved between two of the oracle's reads: the two the
+// test moved, and any whose pages the machine's own reclaim evicted meanwhile (27 calls, a fourth
+// bucket, in a run beside six builds on 2026-11-29).
+int moved(const Read& before, const Read& after) {
+    int n = 0;
+    for (std::size_t b = 0; b < after.cached.size(); ++b)
+        n += after.cached[b] != before.cached[b] || after.evicted[b] != before.evicted[b];
+    return n;
 }
 
 } // namespace
@@ -66,31 +83,37 @@ BOOST_AUTO_TEST_CASE(reads_only_the_buckets_that_moved, *LOADERLENS_MAY_SKIP) {
     PageCacheProbe kept(path);
     BOOST_REQUIRE(kept.method() == CacheMethod::cachestat);
 
-    BOOST_TEST(check_read(kept, path, layout) == buckets); // the first read: every bucket
-    BOOST_TEST(check_read(kept, path, layout) == 1);       // nothing moved: the whole file once
+    BOOST_TEST(check_read(kept, path, layout).calls == buckets); // the first read: every bucket
+    const Read still = check_read(kept, path, layout);
+    BOOST_TEST(still.calls == 1); // nothing moved: the whole file once
 
-    // Pages leave two buckets far apart: each is found by halving (8 levels of 256 buckets). A
-    // third bucket may be re-read as well: evicting 64 pages advances the kernel's eviction clock,
-    // and bucket 10's "recently evicted" count can age meanwhile (21 calls in a clean-clone CI run
-    // of b94be05 on 2026-11-26, against 17 for two buckets).
+    // Pages leave two buckets far apart: each is found by halving (8 levels of 256 buckets), and
+    // so is any other bucket that moved meanwhile (the oracle counts them). One more may be
+    // re-read: evicting pages advances the kernel's eviction clock, and bucket 10's "recently
+    // evicted" count can age without a page moving (21 calls in a clean-clone CI run of b94be05
+    // on 2026-11-26, against 17 for two buckets).
     evict(path, 10 * 64 + 5, 3);
     evict(path, 200 * 64, 64);
-    const int after_eviction = check_read(kept, path, layout);
-    BOOST_TEST_MESSAGE("calls after evicting in 2 buckets: " << after_eviction);
-    BOOST_TEST(after_eviction <= 1 + 3 * 8);
+    const Read after_eviction = check_read(kept, path, layout);
+    const int moved_by_eviction = moved(still, after_eviction);
+    BOOST_TEST_MESSAGE("calls after evicting in 2 buckets: " << after_eviction.calls << " ("
+                                                             << moved_by_eviction << " moved)");
+    BOOST_TEST(moved_by_eviction >= 2);
+    BOOST_TEST(after_eviction.calls <= 1 + (moved_by_eviction + 1) * 8);
 
-    // Pages come back (their shadow entries go): found the same way. Bucket 10's count of
-    // "recently" evicted pages may move meanwhile without any page moving (the kernel ages
-    // shadow entries against its eviction clock), so at most three buckets are re-read.
+    // Pages come back (their shadow entries go): found the same way, plus the bucket whose
+    // "recently evicted" count may age meanwhile.
     read_pages_randomly(path, {200 * 64 + 1, 200 * 64 + 2});
-    const int after_refault = check_read(kept, path, layout);
-    BOOST_TEST_MESSAGE("calls after reading back 2 pages: " << after_refault);
-    BOOST_TEST(after_refault <= 1 + 3 * 8);
+    const Read after_refault = check_read(kept, path, layout);
+    const int moved_by_refault = moved(after_eviction, after_refault);
+    BOOST_TEST_MESSAGE("calls after reading back 2 pages: " << after_refault.calls << " ("
+                                                            << moved_by_refault << " moved)");
+    BOOST_TEST(after_refault.calls <= 1 + (moved_by_refault + 1) * 8);
 
     // A full read every CachestatBuckets::full_read_every reads bounds an unseen change.
     int full_reads = 0;
     for (int i = 0; i < 30; ++i)
-        full_reads += check_read(kept, path, layout) == buckets;
+        full_reads += check_read(kept, path, layout).calls == buckets;
     BOOST_TEST(full_reads == 1);
 }
 
