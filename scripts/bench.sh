@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: MIT
 # Builds the benchmarks in Release (build-bench/) and runs them:
 #   1. sampler bench: cost per process of each tier as a ratio to the raw /proc read (~1 min)
-#   2. fleet bench: on 4, 16 and 64 workers sharing a 256 MiB file and 16 sharing a 1 GiB one, CPU
-#      per full PSS sweep (loaderlens, psutil, smem) and per per-file sweep (pagemap vs smaps), and
-#      the CPU share and sample intervals of `loaderlens record` (~3 min)
+#   2. fleet bench: one fast-tier tick at 4, 16 and 64 members against their kept statm reads;
+#      then on 4, 16 and 64 workers sharing a 256 MiB file and 16 sharing a 1 GiB one, each still
+#      and moving (workers re-touching their file and writing anonymous memory), CPU per full PSS
+#      sweep (loaderlens, psutil, smem) and per per-file sweep (pagemap vs smaps), the CPU share and
+#      sample intervals of `loaderlens record`, and its PSS against smaps_rollup read at stopped
+#      moments, beside psutil at 1 Hz (~8 min)
 #   3. loader bench: the reference loader's samples/s against torch.utils.data.DataLoader, and its
 #      copy bandwidth against memcpy (~1 min; the PyTorch part is skipped, with a message, when
 #      Debian's python3-torch is missing)
 #   4. residency bench: one page-cache sample of a 1 GiB cached file (cachestat, mincore) against
-#      the `fincore` and `vmtouch` commands, and the per-worker pagemap cost (~40 s)
+#      the `fincore` and `vmtouch` commands, for a file cached by a sequential read and one cached
+#      by its writer (small folios: read in rotation), and the per-worker pagemap cost (~1 min)
 #   5. reading bench: one poll of a live 16-worker recording at 1 min, 30 min and 2 h against the
 #      time-based query it replaced, and opening a 1 h x 32-worker recording for the report and
 #      its series against SQLite reading every row (~1 min; ~250 MiB of recordings, ~1 GiB RAM)
@@ -68,7 +72,7 @@ cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OF
 # Only what the benchmarks run: the GUI is not needed here.
 targets=(loaderlens)
 run sampler && targets+=(loaderlens_bench_samplers)
-run fleet && targets+=(loaderlens_bench_fleet)
+run fleet && targets+=(loaderlens_bench_fleet loaderlens_bench_fast_tick)
 run loader && targets+=(loaderlens_bench_loader)
 run residency && targets+=(loaderlens_bench_residency)
 run reading && targets+=(loaderlens_bench_reading)
@@ -97,6 +101,10 @@ fi
 if run fleet; then
   echo
   echo "### fleet bench"
+  # One fast-tier tick at 4, 16 and 64 members against their kept statm reads (issue 31, part 3).
+  for members in 4 16 64; do
+    OLD=1 build-bench/bench/loaderlens_bench_fast_tick "$members" || status=$?
+  done
   build-bench/bench/loaderlens_bench_fleet --cli build-bench/cli/loaderlens \
     --psutil-script bench/psutil_sweep.py || note_exit fleet $?
 fi
