@@ -8,6 +8,7 @@
 #include "residency_support.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <fcntl.h>
 #include <unistd.h>
@@ -55,9 +56,11 @@ Read check_read(PageCacheProbe& kept, const std::string& path, const BucketLayou
     return read;
 }
 
-// Buckets whose cached or evicted count moved between two of the oracle's reads: the two the
-// test moved, and any whose pages the machine's own reclaim evicted meanwhile (27 calls, a fourth
-// bucket, in a run beside six builds on 2026-11-29).
+// Buckets whose cached or evicted count moved between two of the oracle's reads: any whose pages
+// the machine's own reclaim evicted meanwhile (27 calls, a fourth bucket, in a run beside six
+// builds on 2026-11-29) besides the two the test moves. The bound takes at least those two: the
+// kernel may keep a range of a large folio cached that POSIX_FADV_DONTNEED was asked to drop (the
+// oracle then sees fewer move, and the halving still looks for them: 16 calls).
 int moved(const Read& before, const Read& after) {
     int n = 0;
     for (std::size_t b = 0; b < after.cached.size(); ++b)
@@ -98,8 +101,7 @@ BOOST_AUTO_TEST_CASE(reads_only_the_buckets_that_moved, *LOADERLENS_MAY_SKIP) {
     const int moved_by_eviction = moved(still, after_eviction);
     BOOST_TEST_MESSAGE("calls after evicting in 2 buckets: " << after_eviction.calls << " ("
                                                              << moved_by_eviction << " moved)");
-    BOOST_TEST(moved_by_eviction >= 2);
-    BOOST_TEST(after_eviction.calls <= 1 + (moved_by_eviction + 1) * 8);
+    BOOST_TEST(after_eviction.calls <= 1 + (std::max(moved_by_eviction, 2) + 1) * 8);
 
     // Pages come back (their shadow entries go): found the same way, plus the bucket whose
     // "recently evicted" count may age meanwhile.
@@ -108,7 +110,7 @@ BOOST_AUTO_TEST_CASE(reads_only_the_buckets_that_moved, *LOADERLENS_MAY_SKIP) {
     const int moved_by_refault = moved(after_eviction, after_refault);
     BOOST_TEST_MESSAGE("calls after reading back 2 pages: " << after_refault.calls << " ("
                                                             << moved_by_refault << " moved)");
-    BOOST_TEST(after_refault.calls <= 1 + (moved_by_refault + 1) * 8);
+    BOOST_TEST(after_refault.calls <= 1 + (std::max(moved_by_refault, 2) + 1) * 8);
 
     // A full read every CachestatBuckets::full_read_every reads bounds an unseen change.
     int full_reads = 0;

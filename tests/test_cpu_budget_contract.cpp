@@ -153,8 +153,10 @@ BOOST_AUTO_TEST_CASE(the_process_window_holds_every_10_s_window) {
                                          << " ms: " << deep_runs << " runs, worst window "
                                          << worst * 100 << "%");
             BOOST_TEST(deep_runs > 0);
-            // At once, not once the first 10 s are over (the recorder's start-up is not counted).
-            BOOST_TEST(first_run_ms == 0);
+            // Within the first second, not once the first 10 s are over (the window opens half at
+            // once: a run of up to half of it need not wait for the recorder's start-up to leave).
+            BOOST_TEST((first_run_ms >= 0 && first_run_ms < 1000),
+                       "first deep run at " << first_run_ms);
             // The deep tiers get what the fast tier leaves (0.2 ms per 100 ms): as many whole runs
             // as fit in each window, in all but the first. An account that halved the rate (the
             // one this replaced) fails this: 20 runs of 40 ms at 2% in a minute, not 15.
