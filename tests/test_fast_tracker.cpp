@@ -41,10 +41,9 @@ BOOST_AUTO_TEST_CASE(children_lists_and_forced_listing_find_the_same_tree) {
     BOOST_REQUIRE(child.wait_for_line("ready", 20s));
     RecordingClock clock;
     TreeTracker lists(TrackerOptions{.scan_root = child.pid(), .main_pid = child.pid()}, clock);
-    TreeTracker listing(TrackerOptions{.scan_root = child.pid(),
-                                       .main_pid = child.pid(),
-                                       .children_lists = false},
-                        clock);
+    TreeTracker listing(
+        TrackerOptions{.scan_root = child.pid(), .main_pid = child.pid(), .children_lists = false},
+        clock);
     BOOST_TEST(lists.uses_children_lists() == OpenChildrenFiles::kernel_has_children_lists());
     BOOST_TEST(!listing.uses_children_lists());
     if (!OpenChildrenFiles::kernel_has_children_lists())
