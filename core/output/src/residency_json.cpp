@@ -56,6 +56,8 @@ json residency_summary(const FileResidencySummary& s) {
     out["evicted_peak"] = pages_peak(s.evicted);
     out["evicted_at_start_pages"] = optional(s.evicted_at_start);
     out["evicted_during_pages_at_least"] = optional(s.evicted_during);
+    // The text report's "read in rotation" line: the oldest carried part (null: all read always).
+    out["carried_max_age_ms"] = optional(s.max_carried_age_ms);
     out["refaulted_pages_at_least"] = optional(s.refaulted);
     out["dirty_peak"] = pages_peak(s.dirty);
     out["writeback_peak"] = pages_peak(s.writeback);
