@@ -54,7 +54,8 @@ namespace loaderlens {
 // most X faults, none of them a major fault the data files do not explain) is its own private
 // pages: its PSS rises by X and nobody else's moves. A
 // copy-on-write break leaves RssAnon where it was and counts as a fault; a swap-in is a major
-// fault. So that growth is not movement: composite rows carry it (PSS, Pss_Anon and RSS + X).
+// fault. So that growth is not the tree's movement: the others keep their rows, and the process
+// alone is read afresh (its USS needs it: a composite does not compute Private_Clean).
 //
 // PSS of a moving process without walking its data files again: given the followed data files'
 // share of each process computed from pagemap in the same run (FollowedShares), a process read
@@ -110,8 +111,8 @@ class RollupSampler {
     void note_moves(const std::vector<ProcessInfo>& live, const FollowedShares* followed);
     // The look outside the tree (above): adds what a change of outside mappers moved to drift_kb_.
     void look_outside(const std::vector<ProcessInfo>& live, std::int64_t now_ms);
-    // The anonymous memory grown since the reading (KiB), when the rest stood otherwise; empty
-    // when it moved.
+    // 0 when the rest of the process stood since the reading (its anonymous memory included);
+    // empty when it moved.
     std::optional<std::int64_t> rest_stood(const State& state, const FollowedShare& now,
                                            const ProcessKey& key) const;
     static RollupSample composite(const State& state, const FollowedShare& now,
