@@ -65,7 +65,7 @@ bool RollupSampler::read_rollup(const ProcessInfo& info, State& state, Problems&
 }
 
 RollupSample RollupSampler::composite(const State& state, const FollowedShare& now,
-                                      std::int64_t anon_kb, std::int64_t age_ms) {
+                                      std::int64_t age_ms) {
     const FollowedShare& then = *state.share_at_read;
     RollupSample row = state.reading;
     auto shift = [](Kib& figure, std::int64_t from, std::int64_t to) {
@@ -74,18 +74,11 @@ RollupSample RollupSampler::composite(const State& state, const FollowedShare& n
     shift(row.rss, then.rss_kb, now.rss_kb);
     shift(row.pss, then.pss_kb, now.pss_kb);
     shift(row.pss_file, then.pss_kb, now.pss_kb);
-    shift(row.rss, 0, anon_kb);
-    shift(row.pss, 0, anon_kb);
-    shift(row.pss_anon, 0, anon_kb);
-    // Which of the data files' pages are clean or dirty, shared or private, is not computed. The
-    // new anonymous pages are private and dirty (written to be there), and a data file's pages
-    // only move the clean ones (a write to one is a fault the composite does not explain): so
-    // Private_Dirty is the reading's plus them. Carried as it was, a worker leaking anonymous
-    // memory showed a flat Private_Dirty and the leak finding (which reads it) saw nothing.
-    const Kib private_dirty =
-        state.reading.private_dirty ? Kib{*state.reading.private_dirty + anon_kb} : Kib{};
+    // Which of the data files' pages are clean or dirty, shared or private, is not computed; they
+    // move only clean ones (a write to one is a fault the composite does not explain), and the
+    // rest stood (rest_stood), so Private_Dirty is the reading's. Left unset, a worker leaking
+    // anonymous memory showed a flat Private_Dirty and the leak finding saw nothing.
     row.shared_clean = row.shared_dirty = row.private_clean = std::nullopt;
-    row.private_dirty = private_dirty;
     row.pss_computed = now.pss_kb;
     row.age_ms = age_ms;
     return row;
@@ -105,24 +98,23 @@ std::int64_t slack_kb(std::int64_t tree_pss_kb) {
 }
 } // namespace
 
-std::optional<std::int64_t> RollupSampler::rest_stood(const State& state, const FollowedShare& now,
-                                                      const ProcessKey& key) const {
+bool RollupSampler::rest_stood(const State& state, const FollowedShare& now,
+                               const ProcessKey& key) const {
     const std::int64_t resident_pages = stillness_.resident_pages(key);
     const std::int64_t anon_pages = stillness_.anon_pages(key);
     if (resident_pages < 0 || state.resident_at_read < 0 || anon_pages < 0 ||
         state.anon_at_read < 0)
-        return std::nullopt;
+        return false;
     // Less anonymous memory than at the reading: what was dropped may have been shared. More:
     // its PSS would be the reading's plus it, but not its USS (Private_Clean of a composite is not
     // computed), so the process is read afresh alone; the others keep theirs (a new private page
     // moves nobody else's PSS). Carried, USS stood still under 24 MiB written per worker and a
     // budget on it passed (check/budgets_just_above_pass_and_just_below_fail_with_junit).
-    const std::int64_t anon_kb = (anon_pages - state.anon_at_read) * kib_per_page();
-    if (anon_kb != 0) return std::nullopt;
+    if (anon_pages != state.anon_at_read) return false;
     const std::int64_t moved = (resident_pages - state.resident_at_read) * kib_per_page() -
-                               (now.rss_kb - state.share_at_read->rss_kb) - anon_kb;
-    if (std::abs(moved) > slack_kb(tree_pss_kb_)) return std::nullopt;
-    return anon_kb;
+                               (now.rss_kb - state.share_at_read->rss_kb);
+    if (std::abs(moved) > slack_kb(tree_pss_kb_)) return false;
+    return true;
 }
 
 std::int64_t RollupSampler::unexplained_kb(const ProcessInfo& info, const State& state,
@@ -246,11 +238,10 @@ void RollupSampler::sample(const std::vector<ProcessInfo>& live, std::vector<Rol
         }
         // The same files as at the reading (a file mapped or dropped since moves the rest too),
         // and the rest's resident memory where it was.
-        std::optional<std::int64_t> anon_kb;
         if (young && share && state.share_at_read &&
             state.share_at_read->file_ids == share->file_ids &&
-            (anon_kb = rest_stood(state, *share, info.key))) {
-            state.last_row = composite(state, *share, *anon_kb, age);
+            rest_stood(state, *share, info.key)) {
+            state.last_row = composite(state, *share, age);
             out.push_back(state.last_row);
             ++composite_last_;
             continue;

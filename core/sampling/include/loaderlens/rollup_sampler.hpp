@@ -111,12 +111,10 @@ class RollupSampler {
     void note_moves(const std::vector<ProcessInfo>& live, const FollowedShares* followed);
     // The look outside the tree (above): adds what a change of outside mappers moved to drift_kb_.
     void look_outside(const std::vector<ProcessInfo>& live, std::int64_t now_ms);
-    // 0 when the rest of the process stood since the reading (its anonymous memory included);
-    // empty when it moved.
-    std::optional<std::int64_t> rest_stood(const State& state, const FollowedShare& now,
-                                           const ProcessKey& key) const;
+    // Whether the rest of the process (its anonymous memory included) stood since the reading.
+    bool rest_stood(const State& state, const FollowedShare& now, const ProcessKey& key) const;
     static RollupSample composite(const State& state, const FollowedShare& now,
-                                  std::int64_t anon_kb, std::int64_t age_ms);
+                                  std::int64_t age_ms);
     int open_rollup(const ProcessInfo& info, Problems& problems);
     // smaps_rollup afresh; false when there is nothing to record (gone, unreadable).
     bool read_rollup(const ProcessInfo& info, State& state, Problems& problems);
